@@ -1,0 +1,46 @@
+# The two commands of the README: `make run` and `make test`. Both install what is
+# missing, configure and build first.
+BUILD ?= build
+JOBS ?= 2
+CMAKE_FLAGS ?=
+CTEST_FLAGS ?=
+
+.PHONY: all deps configure build run test test-slow test-all bench sanitize clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+$(BUILD)/build.ninja:
+	@scripts/install-deps
+	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+
+configure: deps $(BUILD)/build.ninja
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	$(BUILD)/bin/missyd
+
+# The default suite: everything but the tests labelled slow (load, crash, fuzz).
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE slow $(CTEST_FLAGS)
+
+test-slow: build
+	cd $(BUILD) && ctest --output-on-failure -L slow $(CTEST_FLAGS)
+
+test-all: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+
+sanitize:
+	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DMISSY_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
+
+bench: deps
+	cmake -S . -B $(BUILD)-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DMISSY_BUILD_BENCH=ON -DMISSY_BUILD_TESTS=OFF
+	cmake --build $(BUILD)-bench -j $(JOBS)
+	bench/run $(BUILD)-bench
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-bench

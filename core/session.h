@@ -1,0 +1,25 @@
+// A session: one agent conversation. Plain data shared by storage and the daemon.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace missy {
+
+struct Session {
+  std::string id;
+  std::string model;          // may be empty: the budget defaults then apply
+  std::string system_prompt;  // may be empty
+  std::string tools_json = "[]";     // tool definitions (JSON array text, as the agent sent it)
+  std::string metadata_json = "{}";  // free-form JSON object text
+  int64_t context_window = 0;        // 0: from the model table / budget default
+  bool strict = false;               // reject (422) instead of flagging invalid appends
+  int64_t created_at_ms = 0;
+  int64_t updated_at_ms = 0;
+  // Maintained by storage on append.
+  int64_t message_count = 0;
+  int64_t total_tokens = 0;
+  int64_t last_seq = 0;
+};
+
+}  // namespace missy

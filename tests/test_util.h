@@ -1,0 +1,30 @@
+// Small helpers shared by the test binaries.
+#pragma once
+
+#include <string>
+
+namespace missy::testing {
+
+// A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string Join(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string ReadFileOrDie(const std::string& path);
+void WriteFileOrDie(const std::string& path, const std::string& content);
+
+// Path of a file under the repository's tests/data directory.
+std::string TestDataPath(const std::string& name);
+// Path of ../shared/data/trajectories/<name> next to the repository (empty if absent).
+std::string TrajectoryPath(const std::string& name);
+
+}  // namespace missy::testing
