@@ -1,0 +1,102 @@
+#include "core/message.h"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+namespace missy {
+namespace {
+
+namespace json = boost::json;
+
+Result<Message> Parse(std::string_view text) { return ParseMessage(json::parse(text), "messages[3]"); }
+
+struct BadCase {
+  const char* input;
+  const char* field;
+  const char* message_part;
+};
+
+TEST(MessageTest, RejectsInvalidMessagesNamingTheField) {
+  const BadCase cases[] = {
+      {R"("hi")", "messages[3]", "expected a message object"},
+      {R"({"content":"x"})", "messages[3].role", "role is required"},
+      {R"({"role":"bot","content":"x"})", "messages[3].role", "unknown role 'bot'"},
+      {R"({"role":7,"content":"x"})", "messages[3].role", "expected a string, got a number"},
+      {R"({"role":"tool","content":"x"})", "messages[3].tool_call_id", "need a tool_call_id"},
+      {R"({"role":"tool","content":"x","tool_call_id":""})", "messages[3].tool_call_id",
+       "must not be empty"},
+      {R"({"role":"user","content":"x","tool_call_id":"a"})", "messages[3].tool_call_id",
+       "only allowed on tool messages"},
+      {R"({"role":"user","content":"x","tool_calls":[]})", "messages[3].tool_calls",
+       "only allowed on assistant"},
+      {R"({"role":"user","content":5})", "messages[3].content",
+       "expected a string, an array of parts or null, got a number"},
+      {R"({"role":"user"})", "messages[3].content", "content is required on user"},
+      {R"({"role":"user","content":[{"type":"audio"}]})", "messages[3].content[0].type",
+       "unknown content part type 'audio'"},
+      {R"({"role":"user","content":[{"type":"text","text":1}]})", "messages[3].content[0].text",
+       "needs a string 'text'"},
+      {R"({"role":"assistant","tool_calls":{}})", "messages[3].tool_calls", "expected an array"},
+      {R"({"role":"assistant","tool_calls":[{"function":{"name":"f"}}]})",
+       "messages[3].tool_calls[0].id", "needs a string 'id'"},
+      {R"({"role":"assistant","tool_calls":[{"id":"a","function":{"name":""}}]})",
+       "messages[3].tool_calls[0].function.name", "non-empty string function name"},
+      {R"({"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":3}}]})",
+       "messages[3].tool_calls[0].function.arguments", "expected a string (JSON text)"},
+      {R"({"role":"user","content":"x","name":4})", "messages[3].name", "expected a string"},
+  };
+  for (const BadCase& c : cases) {
+    SCOPED_TRACE(c.input);
+    Result<Message> r = Parse(c.input);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().field(), c.field);
+    EXPECT_NE(r.status().message().find(c.message_part), std::string::npos)
+        << r.status().message();
+  }
+}
+
+TEST(MessageTest, RoundTripsEveryShape) {
+  const char* inputs[] = {
+      R"({"role":"user","content":"hello"})",
+      R"({"role":"system","content":"be brief"})",
+      R"({"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:x","detail":"low"}}]})",
+      R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"bash","arguments":"{\"command\":\"ls\"}"}}]})",
+      R"({"role":"tool","content":"a.txt","tool_call_id":"call_1","name":"bash"})",
+  };
+  for (const char* input : inputs) {
+    SCOPED_TRACE(input);
+    Result<Message> r = Parse(input);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(json::serialize(MessageToJson(*r)), input);
+  }
+}
+
+TEST(MessageTest, ObjectArgumentsAreSerialisedAsText) {
+  Result<Message> r = Parse(
+      R"({"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":{"a":1}}}]})");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->tool_calls[0].arguments, R"({"a":1})");
+  EXPECT_EQ(r->content_form, ContentForm::kNull);
+}
+
+TEST(MessageTest, StorageJsonHelpersRoundTrip) {
+  Message m = Message::User("x");
+  m.content_form = ContentForm::kParts;
+  m.parts = {{ContentPart::Kind::kText, "a", "", ""}, {ContentPart::Kind::kImage, "", "u", "high"}};
+  Message back;
+  ASSERT_TRUE(ContentFromJsonText(ContentToJsonText(m), back).ok());
+  EXPECT_EQ(back.parts, m.parts);
+  EXPECT_EQ(back.PlainText(), "a");
+  EXPECT_EQ(back.ImageCount(), 1u);
+
+  std::vector<ToolCall> calls = {{"id1", "function", "read", "{}"}, {"id2", "function", "ls", ""}};
+  Result<std::vector<ToolCall>> parsed = ToolCallsFromJsonText(ToolCallsToJsonText(calls));
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(*parsed, calls);
+  EXPECT_FALSE(ToolCallsFromJsonText("{").ok());
+  EXPECT_EQ(ContentFromJsonText("[{\"type\":1}]", back).code(), StatusCode::kCorruption);
+}
+
+}  // namespace
+}  // namespace missy
