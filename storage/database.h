@@ -25,6 +25,15 @@ struct NewMessage {
   uint32_t flags = kFlagNone;
 };
 
+// How Open() treats the file. Defaults are what the daemon uses.
+struct DatabaseOptions {
+  bool read_only = false;       // open without write access: every write fails kUnavailable
+  int busy_timeout_ms = 5000;   // wait this long for another process's lock
+  int64_t max_page_count = 0;   // > 0: cap the file at this many pages (writes beyond
+                                // it fail kUnavailable, as on a full disk)
+  int max_batch = 1024;         // group commit: at most this many writes per transaction
+};
+
 struct ListOptions {
   int limit = 100;  // at most this many rows
   int offset = 0;
@@ -34,6 +43,8 @@ class Database {
  public:
   // Opens (creating if absent) and migrates to the latest schema version.
   static Result<std::unique_ptr<Database>> Open(const std::string& path);
+  static Result<std::unique_ptr<Database>> Open(const std::string& path,
+                                                const DatabaseOptions& options);
   virtual ~Database() = default;
 
   // The schema version this build writes.

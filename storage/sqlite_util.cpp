@@ -1,0 +1,162 @@
+#include "storage/sqlite_util.h"
+
+#include <openssl/evp.h>
+
+#include <utility>
+
+namespace missy::sqlite {
+
+Status StatusFromCode(sqlite3* db, int rc, std::string_view what) {
+  std::string msg(what);
+  if (!msg.empty()) msg += ": ";
+  const char* detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  msg += detail != nullptr ? detail : sqlite3_errstr(rc);
+  switch (rc & 0xff) {
+    case SQLITE_FULL:
+      return Status::Unavailable(msg + " (disk full: the write was not stored)");
+    case SQLITE_READONLY:
+      return Status::Unavailable(msg + " (database is read-only: the write was not stored)");
+    case SQLITE_IOERR:
+      return Status::Unavailable(msg + " (I/O error: the write was not stored)");
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return Status::Unavailable(msg + " (database is busy)");
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+    case SQLITE_NOMEM:
+      return Status::Unavailable(msg);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return Status::Corruption(msg);
+    case SQLITE_CONSTRAINT:
+      return Status::Conflict(msg);
+    default:
+      return Status::Internal(msg);
+  }
+}
+
+Statement& Statement::operator=(Statement&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    db_ = other.db_;
+    stmt_ = std::exchange(other.stmt_, nullptr);
+  }
+  return *this;
+}
+
+void Statement::Reset() {
+  if (stmt_ != nullptr) {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    stmt_ = nullptr;
+  }
+}
+
+Statement& Statement::Bind(int index, int64_t value) {
+  sqlite3_bind_int64(stmt_, index, value);
+  return *this;
+}
+
+Statement& Statement::Bind(int index, double value) {
+  sqlite3_bind_double(stmt_, index, value);
+  return *this;
+}
+
+Statement& Statement::Bind(int index, std::string_view value) {
+  sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  return *this;
+}
+
+Statement& Statement::BindNull(int index) {
+  sqlite3_bind_null(stmt_, index);
+  return *this;
+}
+
+Statement& Statement::BindOptional(int index, const std::optional<std::string>& value) {
+  return value ? Bind(index, *value) : BindNull(index);
+}
+
+int Statement::Step() { return sqlite3_step(stmt_); }
+
+Status Statement::Run(std::string_view what) {
+  int rc;
+  while ((rc = sqlite3_step(stmt_)) == SQLITE_ROW) {
+  }
+  if (rc != SQLITE_DONE) return StatusFromCode(db_, rc, what);
+  return Status::Ok();
+}
+
+std::string Statement::Text(int col) const {
+  const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+  if (p == nullptr) return {};
+  return std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+}
+
+std::optional<std::string> Statement::OptionalText(int col) const {
+  if (IsNull(col)) return std::nullopt;
+  return Text(col);
+}
+
+Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, int flags) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    Status st = StatusFromCode(db, rc, "cannot open database " + path);
+    sqlite3_close_v2(db);
+    return st;
+  }
+  sqlite3_extended_result_codes(db, 1);
+  return std::unique_ptr<Connection>(new Connection(db, path));
+}
+
+Connection::~Connection() {
+  for (auto& [sql, stmt] : cache_) sqlite3_finalize(stmt);
+  sqlite3_close_v2(db_);
+}
+
+Status Connection::Exec(std::string_view sql, std::string_view what) {
+  std::string text(sql);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err);
+  sqlite3_free(err);
+  if (rc != SQLITE_OK) return Error(rc, what.empty() ? std::string_view(text) : what);
+  return Status::Ok();
+}
+
+Result<Statement> Connection::Prepare(const std::string& sql) {
+  auto it = cache_.find(sql);
+  if (it == cache_.end()) {
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
+                                SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
+    if (rc != SQLITE_OK) return Error(rc, "prepare " + sql);
+    it = cache_.emplace(sql, stmt).first;
+  }
+  return Statement(db_, it->second);
+}
+
+Result<int64_t> Connection::QueryInt(const std::string& sql) {
+  auto stmt = Prepare(sql);
+  if (!stmt.ok()) return stmt.status();
+  int rc = stmt->Step();
+  if (rc == SQLITE_ROW) return stmt->Int(0);
+  if (rc == SQLITE_DONE) return Status::NotFound("no row: " + sql);
+  return Error(rc, sql);
+}
+
+std::string Sha256Hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(len * 2);
+  for (unsigned int i = 0; i < len; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 0xf];
+  }
+  return out;
+}
+
+}  // namespace missy::sqlite
