@@ -1,0 +1,67 @@
+// Api: the /v1 HTTP+JSON routes (docs/API.md). Transport-free: it maps an HttpRequest
+// to an HttpResponse, so it is tested without sockets and the network edge stays in
+// net.cpp. Thread-safe: handlers run concurrently on the event-loop threads; appends to
+// one session are serialised so validation sees a consistent history.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "config/config.h"
+#include "core/token_counter.h"
+#include "daemon/auditor.h"
+#include "daemon/net.h"
+#include "storage/database.h"
+
+namespace missy {
+
+struct ApiDeps {
+  Database* db = nullptr;
+  Auditor* auditor = nullptr;
+  std::function<int64_t()> clock_ms;  // unix ms
+  std::function<std::string()> new_id;  // random hex, for session and context ids
+  std::string version = "0.1.0";
+};
+
+class Api {
+ public:
+  Api(ApiDeps deps, std::shared_ptr<const DaemonConfig> config);
+
+  HttpResponse Handle(const HttpRequest& request);
+
+  // Swaps the configuration (reload); requests in flight keep the one they started with.
+  void SetConfig(std::shared_ptr<const DaemonConfig> config);
+  std::shared_ptr<const DaemonConfig> config() const;
+
+ private:
+  struct Route;
+  HttpResponse Health(const HttpRequest& req);
+  HttpResponse CreateSession(const HttpRequest& req);
+  HttpResponse ListSessions(const HttpRequest& req);
+  HttpResponse GetSession(const HttpRequest& req, const std::string& id);
+  HttpResponse AppendMessages(const HttpRequest& req, const std::string& id);
+  HttpResponse ListMessages(const HttpRequest& req, const std::string& id);
+  HttpResponse BuildContext(const HttpRequest& req, const std::string& id);
+  HttpResponse Audit(const HttpRequest& req);
+  HttpResponse EffectiveConfig(const HttpRequest& req);
+
+  HttpResponse Error(const HttpRequest& req, const Status& status, std::string_view session_id = {});
+  MessageTokenCounter CounterFor(const Session& session) const;
+  std::mutex& SessionLock(const std::string& id);
+
+  ApiDeps deps_;
+  mutable std::mutex config_mu_;
+  std::shared_ptr<const DaemonConfig> config_;
+  std::shared_ptr<const TokenCounter> heuristic_;
+  std::array<std::mutex, 64> session_locks_;
+  int64_t started_ms_ = 0;
+  std::atomic<int64_t> requests_{0};
+};
+
+}  // namespace missy
