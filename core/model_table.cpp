@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <sstream>
 #include <utility>
 
 namespace missy {
@@ -38,6 +39,12 @@ bool GlobMatch(std::string_view pattern, std::string_view text) {
   return p == pattern.size();
 }
 
+std::string FormatDouble(double v) {
+  std::ostringstream ss;
+  ss << v;
+  return ss.str();
+}
+
 int64_t LiteralLength(std::string_view pattern) {
   int64_t n = 0;
   for (char c : pattern) n += c != '*';
@@ -72,7 +79,7 @@ Status ModelSpec::Validate() const {
         "encoding");
   }
   if (!std::isfinite(factor) || factor <= 0 || factor > 4) {
-    return Status::InvalidArgument("must be in (0, 4], got " + std::to_string(factor),
+    return Status::InvalidArgument("must be in (0, 4], got " + FormatDouble(factor),
                                    "factor");
   }
   return Status::Ok();
