@@ -13,6 +13,7 @@
 
 #include "core/budget.h"
 #include "core/message.h"
+#include "core/pruning.h"
 #include "core/status.h"
 #include "core/token_counter.h"
 
@@ -59,6 +60,27 @@ struct ContextInput {
   double threshold_pct = 0.75;         // warning zone starts at this share of history budget
   int64_t message_threshold = 200;     // summarization trigger by count
   int64_t tool_output_max_tokens = 2500;
+  // Added by the context engine (issue 4):
+  PruningOptions pruning;               // rule 5; history entries flagged kFlagPruned always
+                                        // render pruned, whatever these options say
+  int64_t min_tool_output_tokens = 128;  // floor when the fresh tail must be squeezed (rule 1)
+  int64_t max_learnings = 5;            // at most this many learnings, as many as fit
+};
+
+// A message left out by the read-time sanitizer (core/sanitizer.h).
+struct SanitizedItem {
+  int64_t seq = 0;  // 0: the new message
+  std::string tool_call_id;
+  std::string reason;  // orphan_result | duplicate_result | unanswered_call | empty_call_id |
+                       // duplicate_call_id | invalid_predecessor | call_dropped
+  std::string detail;
+};
+
+// A tool output shortened middle-out in this context (rule 6, or rule 1 in the tail).
+struct TruncatedItem {
+  int64_t seq = 0;  // 0: the new message
+  int64_t original_tokens = 0;  // the message as stored
+  int64_t tokens = 0;           // the message as sent
 };
 
 struct ContextReport {
@@ -80,6 +102,22 @@ struct ContextReport {
   int64_t first_kept_seq = 0;  // 0 when no stored message is kept
   std::string zone;           // "safe" | "warning" | "overflow"
   bool should_summarize = false;
+  // Added by the context engine (issue 4):
+  int64_t system_message_tokens = 0;  // the enriched system message as sent (0: none sent)
+  int64_t history_demand_tokens = 0;  // uncovered history + new message, as rendered stored
+  int64_t threshold_tokens = 0;       // threshold_pct x full-share history budget
+  int64_t uncovered_messages = 0;     // history messages no given summary covers
+  int64_t covered_messages = 0;       // not repeated: an included summary covers them
+  int64_t first_fresh_seq = 0;        // first stored message of the fresh tail (0: none)
+  std::vector<std::string> included_summary_ids, skipped_summary_ids;
+  std::vector<SanitizedItem> sanitized;
+  std::vector<TruncatedItem> truncated;
+  int64_t pruned_messages = 0;        // tool results sent as the placeholder (sticky or new)
+  std::vector<int64_t> newly_pruned_seqs;  // the daemon must persist kFlagPruned on these
+  int64_t pruned_freed_tokens = 0;    // freed by newly_pruned_seqs
+  bool tail_squeezed = false;         // rule 1: the fresh tail alone did not fit
+  int64_t tail_dropped_messages = 0;  // rule 1: oldest tail groups left out
+  bool new_message_dropped = false;   // the sanitizer removed the new message
 };
 
 struct AssembledContext {
@@ -89,7 +127,15 @@ struct AssembledContext {
   std::vector<int64_t> kept_seqs;  // stored messages included, in order
 };
 
+// Fails with InvalidArgument for an invalid budget and ContextOverflow (with the
+// numbers) when the system prompt and tool definitions, or the last turn, cannot fit.
+// Stored tokens must come from the same counter (0 = unknown: counted here).
 Result<AssembledContext> AssembleContext(const ContextInput& input, const MessageTokenCounter& counter);
+
+// ISO-8601 UTC with second precision ("2026-11-21T16:34:47Z"), as in summary headers.
+std::string FormatIsoUtcSeconds(int64_t epoch_ms);
+// "[Conversation Summary — depth D, N messages, covers START to END]"
+std::string SummaryHeader(const SummaryView& s);
 
 boost::json::object ContextReportToJson(const ContextReport& report);
 

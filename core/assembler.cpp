@@ -1,0 +1,564 @@
+#include "core/assembler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <limits>
+
+#include <boost/json.hpp>
+
+#include "core/groups.h"
+#include "core/sanitizer.h"
+#include "core/truncation.h"
+
+namespace missy {
+
+std::string FormatIsoUtcSeconds(int64_t epoch_ms) {
+  using namespace std::chrono;
+  const sys_seconds tp{seconds{epoch_ms >= 0 ? epoch_ms / 1000 : (epoch_ms - 999) / 1000}};
+  const sys_days day = floor<days>(tp);
+  const year_month_day ymd{day};
+  const hh_mm_ss hms{tp - day};
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%04d-%02u-%02uT%02d:%02d:%02dZ", static_cast<int>(ymd.year()),
+                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
+                static_cast<int>(hms.seconds().count()));
+  return buf;
+}
+
+std::string SummaryHeader(const SummaryView& s) {
+  return "[Conversation Summary — depth " + std::to_string(s.depth) + ", " +
+         std::to_string(s.message_count) + " messages, covers " + FormatIsoUtcSeconds(s.start_ms) +
+         " to " + FormatIsoUtcSeconds(s.end_ms) + "]";
+}
+
+namespace {
+
+constexpr char kMemoryHeading[] = "## Relevant Memory";
+constexpr char kLearningsHeading[] = "## Past Learnings";
+
+// One sendable message of the sanitized history (or the new message).
+struct Entry {
+  const Message* msg = nullptr;
+  int64_t seq = 0;  // 0 for the new message
+  int64_t stored_tokens = 0;
+  bool pruned = false;  // render with the placeholder
+  bool is_new = false;
+  // Rendering cache for one cap.
+  int64_t cap = -1;
+  bool changed = false;
+  Message rendered;
+  int64_t tokens = 0;
+};
+
+// Joins text parts (for truncation); images are kept after the text.
+Message WithText(const Message& m, std::string text) {
+  Message out = m;
+  if (m.content_form == ContentForm::kParts && m.ImageCount() > 0) {
+    std::vector<ContentPart> parts;
+    parts.push_back({ContentPart::Kind::kText, std::move(text), {}, {}});
+    for (const ContentPart& p : m.parts) {
+      if (p.kind == ContentPart::Kind::kImage) parts.push_back(p);
+    }
+    out.parts = std::move(parts);
+    out.text.clear();
+  } else {
+    out.content_form = ContentForm::kString;
+    out.text = std::move(text);
+    out.parts.clear();
+  }
+  return out;
+}
+
+class Renderer {
+ public:
+  explicit Renderer(const MessageTokenCounter& counter) : counter_(counter) {}
+
+  // Renders `e` with tool outputs capped at `cap` tokens (middle-out); cached per cap.
+  void Render(Entry& e, int64_t cap) const {
+    if (e.cap == cap) return;
+    e.cap = cap;
+    e.changed = false;
+    if (e.pruned) {
+      e.rendered = PrunedMessage(*e.msg);
+      e.changed = true;
+      e.tokens = counter_.CountMessage(e.rendered);
+      return;
+    }
+    if (e.msg->role == Role::kTool && e.stored_tokens > cap) {
+      TruncatedText t = TruncateMiddleOut(e.msg->PlainText(), cap, counter_);
+      if (t.truncated) {
+        e.rendered = WithText(*e.msg, std::move(t.text));
+        e.changed = true;
+        e.tokens = counter_.CountMessage(e.rendered);
+        return;
+      }
+    }
+    e.tokens = e.stored_tokens;
+  }
+
+  const Message& Out(const Entry& e) const { return e.changed ? e.rendered : *e.msg; }
+
+ private:
+  const MessageTokenCounter& counter_;
+};
+
+// Merged, sorted seq ranges; Covers() is called with increasing seqs.
+class Coverage {
+ public:
+  void Add(int64_t first, int64_t last) {
+    if (first <= last) ranges_.push_back({first, last});
+  }
+  void Finish() {
+    std::sort(ranges_.begin(), ranges_.end());
+    std::vector<std::pair<int64_t, int64_t>> merged;
+    for (const auto& r : ranges_) {
+      if (!merged.empty() && r.first <= merged.back().second + 1) {
+        merged.back().second = std::max(merged.back().second, r.second);
+      } else {
+        merged.push_back(r);
+      }
+    }
+    ranges_ = std::move(merged);
+  }
+  bool Covers(int64_t seq) const {
+    auto it = std::upper_bound(ranges_.begin(), ranges_.end(),
+                               std::pair<int64_t, int64_t>{seq, std::numeric_limits<int64_t>::max()});
+    if (it == ranges_.begin()) return false;
+    --it;
+    return seq >= it->first && seq <= it->second;
+  }
+  bool empty() const { return ranges_.empty(); }
+
+ private:
+  std::vector<std::pair<int64_t, int64_t>> ranges_;
+};
+
+std::string JoinSystem(const std::string& base, const std::string& memory,
+                       const std::string& learnings) {
+  std::string out = base;
+  for (const std::string* section : {&memory, &learnings}) {
+    if (section->empty()) continue;
+    if (!out.empty()) out += "\n\n";
+    out += *section;
+  }
+  return out;
+}
+
+// Longest UTF-8 prefix of `text` for which fits(prefix) holds (fits must be monotone).
+template <typename Fits>
+size_t LongestFittingPrefix(std::string_view text, const Fits& fits) {
+  size_t lo = 0, hi = text.size();
+  while (lo < hi) {
+    size_t mid = Utf8BoundaryAtOrBefore(text, lo + (hi - lo + 1) / 2);
+    if (mid <= lo) {
+      mid = Utf8BoundaryAtOrAfter(text, lo + 1);
+      if (mid > hi) break;
+    }
+    if (fits(text.substr(0, mid))) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return Utf8BoundaryAtOrBefore(text, lo);
+}
+
+std::string Num(int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+Result<AssembledContext> AssembleContext(const ContextInput& in, const MessageTokenCounter& counter) {
+  if (Status s = in.budget.Validate(); !s.ok()) return s;
+  if (in.tool_output_max_tokens <= 0) {
+    return Status::InvalidArgument("must be positive", "tool_output_max_tokens");
+  }
+  if (!(in.threshold_pct >= 0.0 && in.threshold_pct <= 1.0)) {
+    return Status::InvalidArgument("must be between 0 and 1", "threshold_pct");
+  }
+  AssembledContext ctx;
+  ContextReport& r = ctx.report;
+  const TokenBudget& b = in.budget;
+  const Renderer renderer(counter);
+  r.context_window = in.context_window;
+  r.max_output_tokens = in.max_output_tokens;
+  r.total = b.total;
+
+  // 1. Fixed parts: system prompt and tool definitions, measured or reserved.
+  r.system_measured = !in.system_prompt.empty();
+  const int64_t base_system_cost =
+      r.system_measured ? counter.CountMessage(Message::System(in.system_prompt)) : 0;
+  r.system_tokens = r.system_measured ? base_system_cost : b.system_reserve;
+  r.tools_measured = in.tool_tokens >= 0;
+  r.tool_tokens = r.tools_measured ? in.tool_tokens : b.tool_definitions_reserve;
+  r.available = b.total - r.system_tokens - r.tool_tokens;
+  if (r.available < 0) {
+    return Status::ContextOverflow("system prompt (" + Num(r.system_tokens) +
+                                   " tokens) and tool definitions (" + Num(r.tool_tokens) +
+                                   " tokens) exceed the budget of " + Num(b.total) + " tokens");
+  }
+
+  // 2. Sanitize history + new message together (the new message may answer a call).
+  const size_t n_hist = in.history.size();
+  const bool has_new = in.new_message.has_value();
+  const size_t n_all = n_hist + (has_new ? 1 : 0);
+  const MessageAt at = [&](size_t i) -> const Message& {
+    return i < n_hist ? in.history[i].message : *in.new_message;
+  };
+  SanitizeResult sanitized = SanitizeForProvider(n_all, at);
+  for (const DroppedMessage& d : sanitized.dropped) {
+    r.sanitized.push_back({d.index < n_hist ? in.history[d.index].seq : 0, d.tool_call_id,
+                           std::string(DropReasonName(d.reason)), d.detail});
+    if (d.index == n_hist) r.new_message_dropped = true;
+  }
+  std::vector<Entry> entries;
+  entries.reserve(sanitized.kept.size());
+  for (size_t i : sanitized.kept) {
+    Entry e;
+    e.msg = &at(i);
+    if (i < n_hist) {
+      const StoredMessage& sm = in.history[i];
+      e.seq = sm.seq;
+      e.stored_tokens = sm.tokens > 0 ? sm.tokens : counter.CountMessage(sm.message);
+      e.pruned = (sm.flags & kFlagPruned) != 0 && sm.message.role == Role::kTool;
+    } else {
+      e.is_new = true;
+      e.stored_tokens = counter.CountMessage(*e.msg);
+    }
+    entries.push_back(std::move(e));
+  }
+  const size_t n_entries = entries.size();
+  const size_t n_hist_entries = (n_entries > 0 && entries.back().is_new) ? n_entries - 1 : n_entries;
+  const MessageAt entry_at = [&](size_t i) -> const Message& { return *entries[i].msg; };
+  const std::vector<GroupSpan> groups = ComputeGroups(n_entries, entry_at);
+
+  // 3. Coverage by any given summary (for the demand and the pruning decision).
+  Coverage any_summary;
+  for (const SummaryView& s : in.summaries) any_summary.Add(s.first_seq, s.last_seq);
+  any_summary.Finish();
+  std::vector<char> covered_any(n_entries, 0);
+  for (const GroupSpan& g : groups) {
+    bool covered = false;
+    for (size_t i = g.begin; i < g.end && !covered; ++i) {
+      covered = !entries[i].is_new && any_summary.Covers(entries[i].seq);
+    }
+    if (covered) std::fill(covered_any.begin() + g.begin, covered_any.begin() + g.end, 1);
+  }
+
+  // 4. Demand and thresholds (stored sizes; sticky pruning applied).
+  auto pruned_cost = [&](const Entry& e) {
+    return counter.CountMessage(PrunedMessage(*e.msg));
+  };
+  const int64_t full_history_budget = b.HistoryBudget(r.available);
+  r.threshold_tokens =
+      static_cast<int64_t>(static_cast<double>(full_history_budget) * in.threshold_pct);
+  int64_t demand = 0;
+  for (size_t i = 0; i < n_entries; ++i) {
+    if (covered_any[i]) continue;
+    const Entry& e = entries[i];
+    if (!e.is_new) ++r.uncovered_messages;
+    demand += e.pruned ? pruned_cost(e) : e.stored_tokens;
+  }
+
+  // 5. Old tool output pruning (rule 5), decided over the uncovered history.
+  if (demand > r.threshold_tokens && in.pruning.enabled) {
+    std::vector<PruneEntry> prune_entries;
+    std::vector<size_t> prune_index;
+    for (size_t i = 0; i < n_hist_entries; ++i) {
+      if (covered_any[i]) continue;
+      const Entry& e = entries[i];
+      PruneEntry p;
+      p.seq = e.seq;
+      p.role = e.msg->role;
+      p.tokens = e.stored_tokens;
+      p.already_pruned = e.pruned;
+      p.pruned_tokens = (p.role == Role::kTool && !e.pruned) ? pruned_cost(e) : e.stored_tokens;
+      prune_entries.push_back(p);
+      prune_index.push_back(i);
+    }
+    PruneDecision decision = DecidePruning(prune_entries, in.pruning);
+    if (!decision.seqs.empty()) {
+      size_t k = 0;
+      for (size_t j = 0; j < prune_entries.size() && k < decision.seqs.size(); ++j) {
+        if (prune_entries[j].seq == decision.seqs[k]) {
+          entries[prune_index[j]].pruned = true;
+          ++k;
+        }
+      }
+      r.newly_pruned_seqs = std::move(decision.seqs);
+      r.pruned_freed_tokens = decision.freed_tokens;
+      demand -= decision.freed_tokens;
+    }
+  }
+  r.history_demand_tokens = demand;
+  r.zone = demand < r.threshold_tokens        ? "safe"
+           : demand <= full_history_budget ? "warning"
+                                           : "overflow";
+  r.should_summarize = r.uncovered_messages > in.message_threshold || demand > r.threshold_tokens;
+
+  // 6. Fresh tail (rule 1): the last fresh_tail_count history messages, moved back to a
+  // group start, plus the new message.
+  const int64_t cap = in.tool_output_max_tokens;
+  size_t tail_start = FreshTailStart(n_hist_entries, entry_at, b.fresh_tail_count);
+  if (tail_start > n_hist_entries) tail_start = n_hist_entries;
+  std::vector<int64_t> tail_cap(n_entries, cap);  // per-entry cap inside the tail
+  auto tail_tokens = [&]() {
+    int64_t sum = 0;
+    for (size_t i = tail_start; i < n_entries; ++i) {
+      renderer.Render(entries[i], tail_cap[i]);
+      sum += entries[i].tokens;
+    }
+    return sum;
+  };
+  int64_t tail = tail_tokens();
+  if (tail > r.available) {
+    r.tail_squeezed = true;
+    const size_t newest_group_start = groups.empty() ? n_entries : groups.back().begin;
+    // (a) Old tool outputs of the tail, middle-out, with a shrinking cap.
+    auto squeeze = [&](size_t from, size_t to) {
+      for (int64_t c = cap / 2; tail > r.available; c /= 2) {
+        c = std::max(c, in.min_tool_output_tokens);
+        for (size_t i = from; i < to; ++i) {
+          if (entries[i].msg->role == Role::kTool) tail_cap[i] = std::min(tail_cap[i], c);
+        }
+        tail = tail_tokens();
+        if (c <= in.min_tool_output_tokens) break;
+      }
+    };
+    squeeze(tail_start, newest_group_start);
+    // (b) Shorten to the last safe boundary: drop the oldest tail groups, never past the
+    // start of the last turn (the last user message; the last group when there is none).
+    size_t last_turn = LastTurnStart(n_entries, entry_at);
+    if (last_turn == n_entries) last_turn = newest_group_start;
+    size_t gi = 0;
+    while (gi < groups.size() && groups[gi].begin < tail_start) ++gi;
+    while (tail > r.available && gi + 1 < groups.size() && groups[gi + 1].begin <= last_turn) {
+      r.tail_dropped_messages += static_cast<int64_t>(groups[gi].size());
+      tail_start = groups[++gi].begin;
+      tail = tail_tokens();
+    }
+    // (c) Then every tool output left, the newest too.
+    if (tail > r.available) squeeze(tail_start, n_entries);
+    if (tail > r.available) {
+      return Status::ContextOverflow(
+          "the last turn needs " + Num(tail) + " tokens but only " + Num(r.available) +
+          " are available (total " + Num(b.total) + " - system " + Num(r.system_tokens) +
+          " - tools " + Num(r.tool_tokens) + ")");
+    }
+  }
+
+  // 7. Memory and learnings, capped by their fractions and by what the tail leaves.
+  const int64_t room_after_tail = r.available - tail;
+  r.memory_budget = std::min(b.MemoryBudget(r.available), room_after_tail);
+  auto system_cost = [&](const std::string& memory, const std::string& learnings) -> int64_t {
+    const std::string joined = JoinSystem(in.system_prompt, memory, learnings);
+    return joined.empty() ? 0 : counter.CountMessage(Message::System(joined));
+  };
+  std::string memory_section;
+  if (!in.memory.empty() && r.memory_budget > 0) {
+    std::string section = std::string(kMemoryHeading) + "\n";
+    auto cost_of = [&](const std::string& s) { return system_cost(s, "") - base_system_cost; };
+    if (cost_of(section) < r.memory_budget) {
+      for (const MemoryHit& hit : in.memory) {
+        std::string line = "- " + hit.text + "\n";
+        if (cost_of(section + line) <= r.memory_budget) {
+          section += line;
+          ++r.memory_items;
+          continue;
+        }
+        // Truncate this hit to what is left, then stop.
+        size_t keep = LongestFittingPrefix(hit.text, [&](std::string_view prefix) {
+          return cost_of(section + "- " + std::string(prefix) + "…\n") <= r.memory_budget;
+        });
+        if (keep > 0) {
+          section += "- " + hit.text.substr(0, keep) + "…\n";
+          ++r.memory_items;
+        }
+        break;
+      }
+    }
+    if (r.memory_items > 0) {
+      section.pop_back();  // trailing newline
+      memory_section = std::move(section);
+      r.memory_tokens = cost_of(memory_section);
+    }
+  }
+  const int64_t cost_with_memory = system_cost(memory_section, "");
+  r.learnings_budget =
+      std::min(b.LearningsBudget(r.available), room_after_tail - r.memory_tokens);
+  std::string learnings_section;
+  if (!in.learnings.empty() && r.learnings_budget > 0) {
+    std::string section = std::string(kLearningsHeading) + "\n";
+    auto cost_of = [&](const std::string& s) {
+      return system_cost(memory_section, s) - cost_with_memory;
+    };
+    for (const Learning& l : in.learnings) {
+      if (r.learnings_items >= in.max_learnings) break;
+      std::string line = "- ";
+      if (!l.task_type.empty() || !l.outcome.empty()) {
+        line += "[" + l.task_type + (l.task_type.empty() || l.outcome.empty() ? "" : ", ") +
+                l.outcome + "] ";
+      }
+      line += l.lesson + "\n";
+      if (cost_of(section + line) <= r.learnings_budget) {
+        section += line;
+        ++r.learnings_items;
+      }  // else skip this one and try the next: as many as fit
+    }
+    if (r.learnings_items > 0) {
+      section.pop_back();
+      learnings_section = std::move(section);
+      r.learnings_tokens = cost_of(learnings_section);
+    }
+  }
+  ctx.system = JoinSystem(in.system_prompt, memory_section, learnings_section);
+  r.system_message_tokens = ctx.system.empty() ? 0 : counter.CountMessage(Message::System(ctx.system));
+  // What the system side costs: measured message, or the reserve plus our sections.
+  const int64_t system_side =
+      r.system_measured ? r.system_message_tokens
+                        : r.system_tokens + (ctx.system.empty() ? 0 : r.system_message_tokens);
+  r.history_budget = b.total - r.tool_tokens - system_side;
+  int64_t remaining = r.history_budget - tail;
+
+  // 8. Summaries, oldest first; skip (do not stop at) one that does not fit (rule 2).
+  std::vector<Message> summary_messages;
+  Coverage included;
+  for (const SummaryView& s : in.summaries) {
+    Message m = Message::User(SummaryHeader(s) + "\n" + s.text);
+    const int64_t t = counter.CountMessage(m);
+    if (t <= remaining) {
+      remaining -= t;
+      r.summary_tokens += t;
+      ++r.summaries_included;
+      r.included_summary_ids.push_back(s.id);
+      included.Add(s.first_seq, s.last_seq);
+      summary_messages.push_back(std::move(m));
+    } else {
+      ++r.summaries_skipped;
+      r.skipped_summary_ids.push_back(s.id);
+    }
+  }
+  included.Finish();
+
+  // 9. Evictable prefix, newest first by whole groups (rule 3). A group covered by an
+  // included summary is not repeated, and the fill stops there: raw messages older than
+  // an included summary would break chronological order. The first group that does not
+  // fit ends the fill, so the kept part is contiguous.
+  size_t keep_from = tail_start;
+  {
+    size_t gi = groups.size();
+    while (gi > 0 && groups[gi - 1].begin >= tail_start) --gi;
+    while (gi > 0) {
+      const GroupSpan& g = groups[gi - 1];
+      bool covered = false;
+      for (size_t i = g.begin; i < g.end && !covered; ++i) covered = included.Covers(entries[i].seq);
+      if (covered) break;
+      int64_t t = 0;
+      for (size_t i = g.begin; i < g.end; ++i) {
+        renderer.Render(entries[i], cap);
+        t += entries[i].tokens;
+      }
+      if (t > remaining) break;
+      remaining -= t;
+      keep_from = g.begin;
+      --gi;
+    }
+  }
+
+  // 10. Output, and the rest of the report.
+  if (!ctx.system.empty()) ctx.messages.push_back(Message::System(ctx.system));
+  for (Message& m : summary_messages) ctx.messages.push_back(std::move(m));
+  for (size_t i = keep_from; i < n_entries; ++i) {
+    Entry& e = entries[i];
+    if (i < tail_start) renderer.Render(e, cap);  // tail entries are rendered already
+    ctx.messages.push_back(renderer.Out(e));
+    if (e.pruned) ++r.pruned_messages;
+    if (e.changed && !e.pruned) r.truncated.push_back({e.seq, e.stored_tokens, e.tokens});
+    if (e.is_new) {
+      r.new_message_tokens = e.tokens;
+      continue;
+    }
+    r.history_tokens += e.tokens;
+    ++r.kept_messages;
+    ctx.kept_seqs.push_back(e.seq);
+    if (i >= tail_start) ++r.fresh_tail_messages;
+  }
+  r.first_kept_seq = ctx.kept_seqs.empty() ? 0 : ctx.kept_seqs.front();
+  r.first_fresh_seq = tail_start < n_hist_entries ? entries[tail_start].seq : 0;
+  for (size_t i = 0; i < keep_from; ++i) {
+    if (included.Covers(entries[i].seq)) {
+      ++r.covered_messages;
+    } else {
+      ++r.dropped_messages;
+    }
+  }
+  r.used_tokens = system_side + r.tool_tokens + r.summary_tokens + r.history_tokens +
+                  r.new_message_tokens;
+  return ctx;
+}
+
+boost::json::object ContextReportToJson(const ContextReport& r) {
+  namespace json = boost::json;
+  json::object o;
+  o["context_window"] = r.context_window;
+  o["max_output_tokens"] = r.max_output_tokens;
+  o["total"] = r.total;
+  o["used_tokens"] = r.used_tokens;
+  o["available"] = r.available;
+  o["zone"] = r.zone;
+  o["should_summarize"] = r.should_summarize;
+  o["system"] = json::object{{"tokens", r.system_tokens},
+                             {"measured", r.system_measured},
+                             {"message_tokens", r.system_message_tokens}};
+  o["tools"] = json::object{{"tokens", r.tool_tokens}, {"measured", r.tools_measured}};
+  o["memory"] = json::object{
+      {"budget", r.memory_budget}, {"tokens", r.memory_tokens}, {"items", r.memory_items}};
+  o["learnings"] = json::object{
+      {"budget", r.learnings_budget}, {"tokens", r.learnings_tokens}, {"items", r.learnings_items}};
+  json::array inc, skip;
+  for (const auto& id : r.included_summary_ids) inc.emplace_back(id);
+  for (const auto& id : r.skipped_summary_ids) skip.emplace_back(id);
+  o["summaries"] = json::object{{"tokens", r.summary_tokens},
+                                {"included", r.summaries_included},
+                                {"skipped", r.summaries_skipped},
+                                {"included_ids", std::move(inc)},
+                                {"skipped_ids", std::move(skip)}};
+  o["history"] = json::object{{"budget", r.history_budget},
+                              {"tokens", r.history_tokens},
+                              {"demand_tokens", r.history_demand_tokens},
+                              {"threshold_tokens", r.threshold_tokens},
+                              {"uncovered_messages", r.uncovered_messages},
+                              {"kept_messages", r.kept_messages},
+                              {"fresh_tail_messages", r.fresh_tail_messages},
+                              {"dropped_messages", r.dropped_messages},
+                              {"covered_messages", r.covered_messages},
+                              {"first_kept_seq", r.first_kept_seq},
+                              {"first_fresh_seq", r.first_fresh_seq}};
+  o["new_message"] = json::object{{"tokens", r.new_message_tokens},
+                                  {"dropped", r.new_message_dropped}};
+  json::array sanitized;
+  for (const SanitizedItem& s : r.sanitized) {
+    sanitized.emplace_back(json::object{{"seq", s.seq},
+                                        {"tool_call_id", s.tool_call_id},
+                                        {"reason", s.reason},
+                                        {"detail", s.detail}});
+  }
+  o["sanitized"] = std::move(sanitized);
+  json::array truncated;
+  for (const TruncatedItem& t : r.truncated) {
+    truncated.emplace_back(json::object{
+        {"seq", t.seq}, {"original_tokens", t.original_tokens}, {"tokens", t.tokens}});
+  }
+  o["truncated"] = std::move(truncated);
+  json::array newly;
+  for (int64_t s : r.newly_pruned_seqs) newly.emplace_back(s);
+  o["pruned"] = json::object{{"messages", r.pruned_messages},
+                             {"newly_pruned_seqs", std::move(newly)},
+                             {"freed_tokens", r.pruned_freed_tokens}};
+  o["fresh_tail"] = json::object{{"squeezed", r.tail_squeezed},
+                                 {"dropped_messages", r.tail_dropped_messages}};
+  return o;
+}
+
+}  // namespace missy
