@@ -4,7 +4,9 @@
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
+#include <boost/json.hpp>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -17,9 +19,6 @@
 #include <set>
 #include <sstream>
 #include <utility>
-
-#include <boost/json.hpp>
-#include <yaml-cpp/yaml.h>
 
 namespace missy {
 namespace {
@@ -53,11 +52,16 @@ bool IsQuoted(const YAML::Node& node) { return node.Tag() == "!"; }
 // How a node looks, for "expected X, got Y" messages.
 std::string Describe(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Null: return "null";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Scalar: return "'" + node.Scalar() + "'";
-    case YAML::NodeType::Undefined: break;
+    case YAML::NodeType::Null:
+      return "null";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Scalar:
+      return "'" + node.Scalar() + "'";
+    case YAML::NodeType::Undefined:
+      break;
   }
   return "nothing";
 }
@@ -92,8 +96,7 @@ Status ParseDouble(const YAML::Node& node, const std::string& path, double* out)
   if (text.size() > 1 && text[0] == '+') text.remove_prefix(1);
   double v = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty() ||
-      !std::isfinite(v)) {
+  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty() || !std::isfinite(v)) {
     return KeyError(path, "expected a number, got " + Describe(node));
   }
   *out = v;
@@ -249,8 +252,7 @@ Result<std::string> ResolvePath(const std::string& value, const std::string& mis
 
 Status ParseBudget(const Section& s, TokenBudget* b) {
   MISSY_RETURN_IF_ERROR(s.Check({"total", "system_reserve", "tool_definitions_reserve",
-                                 "memory_fraction", "learnings_fraction",
-                                 "fresh_tail_count"}));
+                                 "memory_fraction", "learnings_fraction", "fresh_tail_count"}));
   MISSY_RETURN_IF_ERROR(s.Int("total", &b->total, 0));
   MISSY_RETURN_IF_ERROR(s.Int("system_reserve", &b->system_reserve, 0));
   MISSY_RETURN_IF_ERROR(s.Int("tool_definitions_reserve", &b->tool_definitions_reserve, 0));
@@ -282,10 +284,10 @@ Status ParseModels(const YAML::Node& node, const std::string& path, ModelTable* 
     ModelSpec spec;
     spec.encoding = "o200k_base";
     MISSY_RETURN_IF_ERROR(row.String("pattern", &spec.pattern));
-    MISSY_RETURN_IF_ERROR(row.Int("context_window", &spec.context_window,
-                                  std::numeric_limits<int64_t>::min()));
-    MISSY_RETURN_IF_ERROR(row.Int("max_output_tokens", &spec.max_output_tokens,
-                                  std::numeric_limits<int64_t>::min()));
+    MISSY_RETURN_IF_ERROR(
+        row.Int("context_window", &spec.context_window, std::numeric_limits<int64_t>::min()));
+    MISSY_RETURN_IF_ERROR(
+        row.Int("max_output_tokens", &spec.max_output_tokens, std::numeric_limits<int64_t>::min()));
     MISSY_RETURN_IF_ERROR(row.String("encoding", &spec.encoding));
     MISSY_RETURN_IF_ERROR(row.Double("factor", &spec.factor, -kInf, kInf));
     Status v = spec.Validate();
@@ -301,10 +303,10 @@ struct PathKey {
 };
 
 Status ParseContext(const Section& ctx, const std::string& home, DaemonConfig* c) {
-  MISSY_RETURN_IF_ERROR(ctx.Check(
-      {"socket", "audit_socket", "database", "data_dir", "log_level", "budget", "limits",
-       "audit", "threshold_pct", "message_threshold", "tool_output_max_tokens", "strict",
-       "pruning", "tokenizer", "image_tokens", "calibration", "models"}));
+  MISSY_RETURN_IF_ERROR(
+      ctx.Check({"socket", "audit_socket", "database", "data_dir", "log_level", "budget", "limits",
+                 "audit", "threshold_pct", "message_threshold", "tool_output_max_tokens", "strict",
+                 "pruning", "tokenizer", "image_tokens", "calibration", "models"}));
 
   const PathKey path_keys[] = {{"socket", &c->socket_path},
                                {"audit_socket", &c->audit_socket_path},
@@ -321,8 +323,7 @@ Status ParseContext(const Section& ctx, const std::string& home, DaemonConfig* c
       limits.Check({"max_body_bytes", "read_timeout_ms", "audit_client_buffer_bytes"}));
   MISSY_RETURN_IF_ERROR(limits.Int("max_body_bytes", &c->max_body_bytes, 1));
   MISSY_RETURN_IF_ERROR(limits.Int("read_timeout_ms", &c->read_timeout_ms, 1));
-  MISSY_RETURN_IF_ERROR(
-      limits.Int("audit_client_buffer_bytes", &c->audit_client_buffer_bytes, 1));
+  MISSY_RETURN_IF_ERROR(limits.Int("audit_client_buffer_bytes", &c->audit_client_buffer_bytes, 1));
 
   const Section audit = ctx.Sub("audit");
   MISSY_RETURN_IF_ERROR(audit.Check({"retention_days", "retention_events"}));
@@ -424,8 +425,7 @@ Result<DaemonConfig> ParseConfigImpl(std::string_view yaml_text, const std::stri
   c.database_path = "missyd.db";
 
   if (!root.IsNull() && !root.IsMap()) {
-    return Status::InvalidArgument("expected a mapping at the top level, got " +
-                                   Describe(root));
+    return Status::InvalidArgument("expected a mapping at the top level, got " + Describe(root));
   }
   const Section top(root, "");
   if (top.Has("default_provider") && !top.Get("default_provider").IsNull()) {

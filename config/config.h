@@ -34,7 +34,7 @@ struct PruningConfig {
 struct CalibrationConfig {
   double min_ratio = 0.7;  // actual/estimated ratio is clamped to [min_ratio, max_ratio]
   double max_ratio = 1.6;
-  double alpha = 0.2;      // weight of a new observation in the moving ratio, in (0, 1]
+  double alpha = 0.2;  // weight of a new observation in the moving ratio, in (0, 1]
 };
 
 // context.tokenizer: exact BPE (rank files required) or the heuristic fallback.
@@ -42,28 +42,28 @@ enum class TokenizerMode { kExact, kHeuristic };
 std::string_view TokenizerModeName(TokenizerMode mode);  // "exact" | "heuristic"
 
 struct DaemonConfig {
-  std::string missy_home;          // resolved ~/.missy (or $MISSY_HOME)
-  std::string socket_path;         // default <home>/missyd.sock
-  std::string audit_socket_path;   // default <home>/audit.sock
-  std::string database_path;       // default <home>/missyd.db
-  std::string log_level = "info";  // trace|debug|info|warn|error|critical|off
-  TokenBudget budget;              // context.budget.*
-  int64_t max_body_bytes = 8 * 1024 * 1024;  // context.limits.max_body_bytes
-  int64_t read_timeout_ms = 30000;           // context.limits.read_timeout_ms
+  std::string missy_home;                               // resolved ~/.missy (or $MISSY_HOME)
+  std::string socket_path;                              // default <home>/missyd.sock
+  std::string audit_socket_path;                        // default <home>/audit.sock
+  std::string database_path;                            // default <home>/missyd.db
+  std::string log_level = "info";                       // trace|debug|info|warn|error|critical|off
+  TokenBudget budget;                                   // context.budget.*
+  int64_t max_body_bytes = 8 * 1024 * 1024;             // context.limits.max_body_bytes
+  int64_t read_timeout_ms = 30000;                      // context.limits.read_timeout_ms
   int64_t audit_client_buffer_bytes = 4 * 1024 * 1024;  // context.limits.audit_client_buffer_bytes
   std::string data_dir;  // context.data_dir: tokenizer rank files; empty = built-in data dir
   int64_t audit_retention_days = 30;         // context.audit.retention_days (0 = no age limit)
   int64_t audit_retention_events = 1000000;  // context.audit.retention_events (0 = no limit)
-  double threshold_pct = 0.75;           // context.threshold_pct, in (0, 1]: warning zone
-  int64_t message_threshold = 200;       // context.message_threshold (> 0): summarize trigger
-  int64_t tool_output_max_tokens = 2500;  // context.tool_output_max_tokens (> 0)
-  bool strict = false;                   // context.strict: 422 instead of flagging appends
-  PruningConfig pruning;                 // context.pruning.*
+  double threshold_pct = 0.75;               // context.threshold_pct, in (0, 1]: warning zone
+  int64_t message_threshold = 200;           // context.message_threshold (> 0): summarize trigger
+  int64_t tool_output_max_tokens = 2500;     // context.tool_output_max_tokens (> 0)
+  bool strict = false;                       // context.strict: 422 instead of flagging appends
+  PruningConfig pruning;                     // context.pruning.*
   TokenizerMode tokenizer = TokenizerMode::kExact;  // context.tokenizer
-  int64_t image_tokens = 765;            // context.image_tokens: fixed cost per image part
-  CalibrationConfig calibration;         // context.calibration.*
+  int64_t image_tokens = 765;                 // context.image_tokens: fixed cost per image part
+  CalibrationConfig calibration;              // context.calibration.*
   ModelTable models = ModelTable::Builtin();  // built-ins + context.models rows (upserted)
-  std::string default_provider;                     // top-level default_provider
+  std::string default_provider;               // top-level default_provider
   std::map<std::string, ProviderConfig> providers;  // top-level providers
 };
 

@@ -60,12 +60,12 @@ bool IsKnownEncoding(std::string_view encoding) {
 Status ModelSpec::Validate() const {
   if (pattern.empty()) return Status::InvalidArgument("must not be empty", "pattern");
   if (context_window <= 0) {
-    return Status::InvalidArgument(
-        "must be > 0, got " + std::to_string(context_window), "context_window");
+    return Status::InvalidArgument("must be > 0, got " + std::to_string(context_window),
+                                   "context_window");
   }
   if (max_output_tokens <= 0) {
-    return Status::InvalidArgument(
-        "must be > 0, got " + std::to_string(max_output_tokens), "max_output_tokens");
+    return Status::InvalidArgument("must be > 0, got " + std::to_string(max_output_tokens),
+                                   "max_output_tokens");
   }
   if (max_output_tokens >= context_window) {
     return Status::InvalidArgument("must be less than context_window (" +
@@ -75,12 +75,10 @@ Status ModelSpec::Validate() const {
   }
   if (!IsKnownEncoding(encoding)) {
     return Status::InvalidArgument(
-        "expected one of o200k_base, cl100k_base, heuristic; got '" + encoding + "'",
-        "encoding");
+        "expected one of o200k_base, cl100k_base, heuristic; got '" + encoding + "'", "encoding");
   }
   if (!std::isfinite(factor) || factor <= 0 || factor > 4) {
-    return Status::InvalidArgument("must be in (0, 4], got " + FormatDouble(factor),
-                                   "factor");
+    return Status::InvalidArgument("must be in (0, 4], got " + FormatDouble(factor), "factor");
   }
   return Status::Ok();
 }

@@ -102,17 +102,35 @@ TEST(ConfigTest, DefaultYamlParsesToDefaults) {
 
 TEST(ConfigTest, DefaultYamlListsEveryContextKeyWithComment) {
   const std::string yaml = DefaultConfigYaml();
-  const char* keys[] = {
-      "socket",         "audit_socket",     "database",
-      "data_dir",       "log_level",        "total",
-      "system_reserve", "tool_definitions_reserve", "memory_fraction",
-      "learnings_fraction", "fresh_tail_count", "threshold_pct",
-      "message_threshold", "tool_output_max_tokens", "strict",
-      "protect_turns",  "protect_tokens",   "minimum_freed",
-      "tokenizer",      "image_tokens",     "min_ratio",
-      "max_ratio",      "alpha",            "max_body_bytes",
-      "read_timeout_ms", "audit_client_buffer_bytes", "retention_days",
-      "retention_events", "models"};
+  const char* keys[] = {"socket",
+                        "audit_socket",
+                        "database",
+                        "data_dir",
+                        "log_level",
+                        "total",
+                        "system_reserve",
+                        "tool_definitions_reserve",
+                        "memory_fraction",
+                        "learnings_fraction",
+                        "fresh_tail_count",
+                        "threshold_pct",
+                        "message_threshold",
+                        "tool_output_max_tokens",
+                        "strict",
+                        "protect_turns",
+                        "protect_tokens",
+                        "minimum_freed",
+                        "tokenizer",
+                        "image_tokens",
+                        "min_ratio",
+                        "max_ratio",
+                        "alpha",
+                        "max_body_bytes",
+                        "read_timeout_ms",
+                        "audit_client_buffer_bytes",
+                        "retention_days",
+                        "retention_events",
+                        "models"};
   for (const char* key : keys) {
     SCOPED_TRACE(key);
     const size_t at = yaml.find(std::string("\n  ") + key + ":");
@@ -232,8 +250,7 @@ TEST(ConfigTest, InvalidContextValuesNameTheKeyPath) {
        "context.budget.learnings_fraction",
        "context.budget.learnings_fraction: memory_fraction + learnings_fraction must not exceed "
        "1"},
-      {"context: {budget: 5}", "context.budget",
-       "context.budget: expected a mapping, got '5'"},
+      {"context: {budget: 5}", "context.budget", "context.budget: expected a mapping, got '5'"},
       {"context: [1, 2]", "context", "context: expected a mapping, got a list"},
       {"context: {log_level: verbose}", "context.log_level",
        "context.log_level: expected one of trace, debug, info, warn, error, critical, off; "
@@ -344,8 +361,7 @@ TEST(ConfigTest, YamlSyntaxErrorNamesLineAndColumn) {
 
   r = ParseConfig("context:\n  socket: a\n   bad: : b\n", kHome);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("line 3, column"), std::string::npos)
-      << r.status().message();
+  EXPECT_NE(r.status().message().find("line 3, column"), std::string::npos) << r.status().message();
 }
 
 TEST(ConfigTest, TopLevelMustBeAMapping) {
@@ -490,8 +506,7 @@ TEST(ConfigTest, LoadConfigFileNamesTheFile) {
   r = LoadConfigFile(path, dir.path());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().field(), "context.budget.total");
-  EXPECT_EQ(r.status().message(),
-            path + ": context.budget.total: expected an integer, got 'abc'");
+  EXPECT_EQ(r.status().message(), path + ": context.budget.total: expected an integer, got 'abc'");
 
   WriteFileOrDie(path, "context:\n  budget: {total: 1\n");
   r = LoadConfigFile(path, dir.path());
