@@ -1,1 +1,288 @@
-int main() { return 1; }  // placeholder until the daemon is wired
+// missyctl: command-line client of missyd over its Unix sockets.
+#include <boost/json.hpp>
+
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "daemon/http_client.h"
+
+namespace {
+
+namespace json = boost::json;
+using missy::ClientResponse;
+using missy::Result;
+
+constexpr const char* kUsage =
+    "usage: missyctl [--socket PATH] [--audit-socket PATH] COMMAND [ARGS]\n"
+    "\n"
+    "commands:\n"
+    "  health                      daemon status\n"
+    "  sessions [--limit N]        list sessions\n"
+    "  session ID                  one session\n"
+    "  messages ID [--after SEQ]   stored messages of a session\n"
+    "  context ID [--message TEXT] [--window N]\n"
+    "                              assemble a context (prints the budget report)\n"
+    "  config                      effective configuration (secrets redacted)\n"
+    "  audit list [--since SEQ] [--type T] [--limit N]\n"
+    "  audit tail [--since SEQ] [--type T]...\n"
+    "                              follow the audit stream (Ctrl-C to stop)\n"
+    "\n"
+    "Sockets default to $MISSY_HOME/missyd.sock and $MISSY_HOME/audit.sock\n"
+    "(MISSY_HOME defaults to ~/.missy).\n";
+
+void Indent(std::string& out, int depth) { out.append(static_cast<size_t>(depth) * 2, ' '); }
+
+void Pretty(const json::value& v, std::string& out, int depth) {
+  if (v.is_object()) {
+    const json::object& o = v.get_object();
+    if (o.empty()) {
+      out += "{}";
+      return;
+    }
+    out += "{\n";
+    size_t i = 0;
+    for (const auto& kv : o) {
+      Indent(out, depth + 1);
+      out += json::serialize(json::string(kv.key()));
+      out += ": ";
+      Pretty(kv.value(), out, depth + 1);
+      out += ++i < o.size() ? ",\n" : "\n";
+    }
+    Indent(out, depth);
+    out += "}";
+  } else if (v.is_array()) {
+    const json::array& a = v.get_array();
+    if (a.empty()) {
+      out += "[]";
+      return;
+    }
+    out += "[\n";
+    for (size_t i = 0; i < a.size(); ++i) {
+      Indent(out, depth + 1);
+      Pretty(a[i], out, depth + 1);
+      out += i + 1 < a.size() ? ",\n" : "\n";
+    }
+    Indent(out, depth);
+    out += "]";
+  } else {
+    out += json::serialize(v);
+  }
+}
+
+void PrintJson(const std::string& body) {
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  if (ec) {
+    std::fputs(body.c_str(), stdout);
+    return;
+  }
+  std::string out;
+  Pretty(v, out, 0);
+  std::printf("%s\n", out.c_str());
+}
+
+// Prints an API error to stderr and returns the exit code for it.
+int ReportError(const Result<ClientResponse>& r, const std::string& socket) {
+  if (!r.ok()) {
+    std::fprintf(stderr, "missyctl: cannot reach missyd at %s: %s\n", socket.c_str(),
+                 r.status().message().c_str());
+    return 3;
+  }
+  boost::system::error_code ec;
+  json::value v = json::parse(r->body, ec);
+  if (!ec && v.is_object() && v.get_object().contains("error")) {
+    const json::object& e = v.at("error").get_object();
+    std::string field = e.contains("field") ? std::string(e.at("field").as_string()) : "";
+    std::fprintf(stderr, "missyctl: %d %s: %s%s%s\n", r->status,
+                 std::string(e.at("code").as_string()).c_str(),
+                 field.empty() ? "" : (field + ": ").c_str(),
+                 std::string(e.at("message").as_string()).c_str(), "");
+  } else {
+    std::fprintf(stderr, "missyctl: HTTP %d: %s\n", r->status, r->body.c_str());
+  }
+  return 1;
+}
+
+struct Args {
+  std::vector<std::string> positional;
+  std::multimap<std::string, std::string> options;
+  std::string Get(const std::string& key, std::string fallback = {}) const {
+    auto it = options.find(key);
+    return it == options.end() ? fallback : it->second;
+  }
+};
+
+std::string UrlEncode(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+int Call(const std::string& socket, const std::string& method, const std::string& target,
+         const std::string& body, const std::function<void(const json::value&)>& print) {
+  Result<ClientResponse> r = missy::UnixHttpCall(socket, method, target, body);
+  if (!r.ok() || r->status >= 300) return ReportError(r, socket);
+  boost::system::error_code ec;
+  json::value v = json::parse(r->body, ec);
+  if (ec) {
+    std::fprintf(stderr, "missyctl: daemon answered with invalid JSON\n");
+    return 1;
+  }
+  print(v);
+  return 0;
+}
+
+int AuditTail(const std::string& audit_socket, const Args& args) {
+  json::object first;
+  if (!args.Get("--since").empty()) first["since"] = std::atoll(args.Get("--since").c_str());
+  json::array types;
+  auto range = args.options.equal_range("--type");
+  for (auto it = range.first; it != range.second; ++it) types.push_back(json::string(it->second));
+  if (!types.empty()) first["types"] = std::move(types);
+  missy::LineSubscriber sub;
+  missy::Status st = sub.Connect(audit_socket, json::serialize(first));
+  if (!st.ok()) {
+    std::fprintf(stderr, "missyctl: cannot reach the audit socket %s: %s\n", audit_socket.c_str(),
+                 st.message().c_str());
+    return 3;
+  }
+  for (;;) {
+    Result<std::string> line = sub.ReadLine(std::chrono::hours(24));
+    if (!line.ok()) {
+      if (sub.timed_out()) continue;
+      std::fprintf(stderr, "missyctl: audit stream closed\n");
+      return sub.eof() ? 0 : 1;
+    }
+    std::printf("%s\n", line->c_str());
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string home = missy::ResolveMissyHome();
+  std::string socket = home + "/missyd.sock";
+  std::string audit_socket = home + "/audit.sock";
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help" || a == "help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (a.rfind("--", 0) == 0) {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "missyctl: %s needs a value\n\n%s", a.c_str(), kUsage);
+        return 2;
+      }
+      if (a == "--socket") {
+        socket = argv[++i];
+      } else if (a == "--audit-socket") {
+        audit_socket = argv[++i];
+      } else {
+        args.options.emplace(a, argv[++i]);
+      }
+    } else {
+      args.positional.push_back(a);
+    }
+  }
+  if (args.positional.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string& cmd = args.positional[0];
+  auto need_id = [&]() -> bool {
+    if (args.positional.size() >= 2) return true;
+    std::fprintf(stderr, "missyctl: %s needs a session id\n", cmd.c_str());
+    return false;
+  };
+
+  if (cmd == "health") {
+    return Call(socket, "GET", "/v1/health", "", [](const json::value& v) {
+      std::printf("%s: missyd %s, up %.1f s, schema v%lld\n",
+                  std::string(v.at("status").as_string()).c_str(),
+                  std::string(v.at("version").as_string()).c_str(),
+                  static_cast<double>(v.at("uptime_ms").to_number<int64_t>()) / 1000.0,
+                  static_cast<long long>(v.at("schema_version").to_number<int64_t>()));
+    });
+  }
+  if (cmd == "sessions") {
+    return Call(socket, "GET", "/v1/sessions?limit=" + args.Get("--limit", "100"), "",
+                [](const json::value& v) {
+                  const json::array& list = v.at("sessions").as_array();
+                  std::printf("%-36s %-24s %9s %10s  %s\n", "ID", "MODEL", "MESSAGES", "TOKENS",
+                              "UPDATED");
+                  for (const json::value& s : list) {
+                    std::printf("%-36s %-24s %9lld %10lld  %s\n",
+                                std::string(s.at("id").as_string()).c_str(),
+                                std::string(s.at("model").as_string()).c_str(),
+                                static_cast<long long>(s.at("message_count").to_number<int64_t>()),
+                                static_cast<long long>(s.at("total_tokens").to_number<int64_t>()),
+                                std::string(s.at("updated_at").as_string()).c_str());
+                  }
+                  if (list.empty()) std::printf("(no sessions)\n");
+                });
+  }
+  auto print_json = [](const json::value& v) { PrintJson(json::serialize(v)); };
+  if (cmd == "session") {
+    if (!need_id()) return 2;
+    return Call(socket, "GET", "/v1/sessions/" + UrlEncode(args.positional[1]), "", print_json);
+  }
+  if (cmd == "messages") {
+    if (!need_id()) return 2;
+    return Call(socket, "GET",
+                "/v1/sessions/" + UrlEncode(args.positional[1]) + "/messages?after=" +
+                    args.Get("--after", "0"),
+                "", print_json);
+  }
+  if (cmd == "context") {
+    if (!need_id()) return 2;
+    json::object body;
+    if (!args.Get("--message").empty()) {
+      body["message"] = json::object{{"role", "user"}, {"content", args.Get("--message")}};
+    }
+    if (!args.Get("--window").empty()) body["context_window"] = std::atoll(args.Get("--window").c_str());
+    return Call(socket, "POST", "/v1/sessions/" + UrlEncode(args.positional[1]) + "/context",
+                json::serialize(body), [](const json::value& v) {
+                  std::printf("context %s: %zu messages\n",
+                              std::string(v.at("context_id").as_string()).c_str(),
+                              v.at("messages").as_array().size());
+                  PrintJson(json::serialize(v.at("budget")));
+                });
+  }
+  if (cmd == "config") return Call(socket, "GET", "/v1/config", "", print_json);
+  if (cmd == "audit") {
+    const std::string sub = args.positional.size() >= 2 ? args.positional[1] : "";
+    if (sub == "tail") return AuditTail(audit_socket, args);
+    if (sub == "list") {
+      std::string target = "/v1/audit?since=" + args.Get("--since", "0") +
+                           "&limit=" + args.Get("--limit", "100");
+      if (!args.Get("--type").empty()) target += "&type=" + UrlEncode(args.Get("--type"));
+      return Call(socket, "GET", target, "", [](const json::value& v) {
+        for (const json::value& e : v.at("events").as_array()) {
+          std::printf("%s\n", json::serialize(e).c_str());
+        }
+      });
+    }
+    std::fprintf(stderr, "missyctl: audit needs 'tail' or 'list'\n");
+    return 2;
+  }
+  std::fprintf(stderr, "missyctl: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
+  return 2;
+}
