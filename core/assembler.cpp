@@ -357,29 +357,28 @@ Result<AssembledContext> AssembleContext(const ContextInput& in, const MessageTo
   };
   std::string memory_section;
   if (!in.memory.empty() && r.memory_budget > 0) {
-    std::string section = std::string(kMemoryHeading) + "\n";
+    std::string section = kMemoryHeading;
     auto cost_of = [&](const std::string& s) { return system_cost(s, "") - base_system_cost; };
     if (cost_of(section) < r.memory_budget) {
       for (const MemoryHit& hit : in.memory) {
-        std::string line = "- " + hit.text + "\n";
-        if (cost_of(section + line) <= r.memory_budget) {
-          section += line;
+        std::string candidate = section + "\n- " + hit.text;
+        if (cost_of(candidate) <= r.memory_budget) {
+          section = std::move(candidate);
           ++r.memory_items;
           continue;
         }
         // Truncate this hit to what is left, then stop.
         size_t keep = LongestFittingPrefix(hit.text, [&](std::string_view prefix) {
-          return cost_of(section + "- " + std::string(prefix) + "…\n") <= r.memory_budget;
+          return cost_of(section + "\n- " + std::string(prefix) + "…") <= r.memory_budget;
         });
         if (keep > 0) {
-          section += "- " + hit.text.substr(0, keep) + "…\n";
+          section += "\n- " + hit.text.substr(0, keep) + "…";
           ++r.memory_items;
         }
         break;
       }
     }
     if (r.memory_items > 0) {
-      section.pop_back();  // trailing newline
       memory_section = std::move(section);
       r.memory_tokens = cost_of(memory_section);
     }
@@ -389,25 +388,24 @@ Result<AssembledContext> AssembleContext(const ContextInput& in, const MessageTo
       std::min(b.LearningsBudget(r.available), room_after_tail - r.memory_tokens);
   std::string learnings_section;
   if (!in.learnings.empty() && r.learnings_budget > 0) {
-    std::string section = std::string(kLearningsHeading) + "\n";
+    std::string section = kLearningsHeading;
     auto cost_of = [&](const std::string& s) {
       return system_cost(memory_section, s) - cost_with_memory;
     };
     for (const Learning& l : in.learnings) {
       if (r.learnings_items >= in.max_learnings) break;
-      std::string line = "- ";
+      std::string candidate = section + "\n- ";
       if (!l.task_type.empty() || !l.outcome.empty()) {
-        line += "[" + l.task_type + (l.task_type.empty() || l.outcome.empty() ? "" : ", ") +
-                l.outcome + "] ";
+        candidate += "[" + l.task_type + (l.task_type.empty() || l.outcome.empty() ? "" : ", ") +
+                     l.outcome + "] ";
       }
-      line += l.lesson + "\n";
-      if (cost_of(section + line) <= r.learnings_budget) {
-        section += line;
+      candidate += l.lesson;
+      if (cost_of(candidate) <= r.learnings_budget) {
+        section = std::move(candidate);
         ++r.learnings_items;
       }  // else skip this one and try the next: as many as fit
     }
     if (r.learnings_items > 0) {
-      section.pop_back();
       learnings_section = std::move(section);
       r.learnings_tokens = cost_of(learnings_section);
     }

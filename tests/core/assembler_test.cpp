@@ -185,5 +185,295 @@ TEST(AssemblerTest, SanitizedMessagesAreReported) {
   EXPECT_EQ(j["sanitized"].as_array().size(), 3u);
 }
 
+
+TEST(AssemblerTest, MemoryIsTruncatedToItsBudget) {
+  const MessageTokenCounter counter = BytesCounter();
+  ContextInput in = BaseInput(1005);
+  in.system_prompt = "S";  // 5 tokens measured: available 1000, memory budget 100
+  in.budget.memory_fraction = 0.1;
+  in.memory = {{"memory", "m1", std::string(40, 'a'), 2.0},
+               {"summary", "m2", std::string(200, 'b'), 1.0},
+               {"message", "m3", "never reached", 0.5}};
+  Result<AssembledContext> ctx = AssembleContext(in, counter);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  const ContextReport& r = ctx->report;
+  EXPECT_EQ(r.memory_budget, 100);
+  // "\n\n## Relevant Memory\n" (21) + "- a*40\n" (43) + "- b*k…" (2 + k + 3) <= 100.
+  EXPECT_EQ(r.memory_items, 2);
+  EXPECT_EQ(r.memory_tokens, 100);
+  EXPECT_EQ(ctx->system, "S\n\n## Relevant Memory\n- " + std::string(40, 'a') + "\n- " +
+                             std::string(31, 'b') + "…");
+  EXPECT_EQ(r.system_message_tokens, 5 + 100);
+  EXPECT_EQ(r.used_tokens, 105);
+}
+
+TEST(AssemblerTest, LearningsFillPartiallyNotAllOrNothing) {
+  const MessageTokenCounter counter = BytesCounter();
+  struct Case {
+    const char* name;
+    std::vector<int> lesson_sizes;
+    int64_t budget;
+    int64_t items;
+    std::string expected_lessons;  // first letters of included lessons
+  };
+  // Marginal cost: "\n\n## Past Learnings" (19) + per lesson "\n- " + lesson (3 + n).
+  const std::vector<Case> cases = {
+      {"all fit", {10, 10}, 19 + 13 + 13, 2, "ab"},
+      {"a long one is skipped, later ones still fit", {10, 500, 10}, 19 + 13 + 13, 2, "ac"},
+      {"at most five", {1, 1, 1, 1, 1, 1, 1}, 1000, 5, "abcde"},
+      {"none fits", {50}, 40, 0, ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ContextInput in = BaseInput(0);
+    in.system_prompt = "S";
+    in.budget.learnings_fraction = 0.5;
+    in.budget.total = 5 + 2 * c.budget;  // available = 2 * budget
+    for (size_t i = 0; i < c.lesson_sizes.size(); ++i) {
+      in.learnings.push_back({"l" + std::to_string(i), "", "",
+                              std::string(c.lesson_sizes[i], static_cast<char>('a' + i)), 0});
+    }
+    Result<AssembledContext> ctx = AssembleContext(in, counter);
+    ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+    EXPECT_EQ(ctx->report.learnings_budget, c.budget);
+    EXPECT_EQ(ctx->report.learnings_items, c.items);
+    EXPECT_LE(ctx->report.learnings_tokens, c.budget);
+    std::string firsts;
+    size_t pos = 0;
+    while ((pos = ctx->system.find("\n- ", pos)) != std::string::npos) {
+      firsts.push_back(ctx->system[pos + 3]);
+      pos += 3;
+    }
+    EXPECT_EQ(firsts, c.expected_lessons) << ctx->system;
+  }
+}
+
+TEST(AssemblerTest, UnusedMemoryShareFlowsToHistory) {
+  const MessageTokenCounter counter = BytesCounter();
+  ContextInput in = BaseInput(0, 1);
+  in.budget.memory_fraction = 0.5;
+  in.history = Store(Conv("u a u a"), counter);
+  int64_t all = 0;
+  for (const StoredMessage& m : in.history) all += m.tokens;
+  in.budget.total = all;  // memory may take half, but there is none: history gets all
+  Result<AssembledContext> ctx = AssembleContext(in, counter);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  EXPECT_EQ(ctx->kept_seqs.size(), 4u);
+  EXPECT_EQ(ctx->report.history_budget, all);
+}
+
+TEST(AssemblerTest, ReservesApplyWhenSystemAndToolsAreUnknown) {
+  const MessageTokenCounter counter = BytesCounter();
+  ContextInput in;  // Missy's defaults: total 30,000, reserves 2,000 + 2,000
+  in.history = Store(Conv("u a"), counter);
+  Result<AssembledContext> ctx = AssembleContext(in, counter);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  EXPECT_FALSE(ctx->report.system_measured);
+  EXPECT_FALSE(ctx->report.tools_measured);
+  EXPECT_EQ(ctx->report.system_tokens, 2000);
+  EXPECT_EQ(ctx->report.tool_tokens, 2000);
+  EXPECT_EQ(ctx->report.available, 26000);
+  EXPECT_EQ(ctx->report.threshold_tokens, 15600);  // 0.75 x 20,800
+  EXPECT_EQ(ctx->report.used_tokens, 4000 + in.history[0].tokens + in.history[1].tokens);
+  EXPECT_TRUE(ctx->system.empty());
+  EXPECT_EQ(Shape(ctx->messages), "u a");
+}
+
+TEST(AssemblerTest, ZonesAndSummarizeTrigger) {
+  const MessageTokenCounter counter = BytesCounter();
+  struct Case {
+    int64_t total;
+    int64_t message_threshold;
+    const char* zone;
+    bool summarize;
+  };
+  // History "u a u a" = 4 x 7 tokens ("u#0": 4 + 3); threshold floor(0.75 x total).
+  const std::vector<Case> cases = {
+      {100, 200, "safe", false},   // 28 < 75
+      {37, 200, "warning", true},  // 28 >= 27.75 -> 27, <= 37
+      {28, 200, "warning", true},  // exactly the budget
+      {27, 200, "overflow", true},
+      {100, 3, "safe", true},  // 4 messages > 3
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("total=" + std::to_string(c.total) + " message_threshold=" +
+                 std::to_string(c.message_threshold));
+    ContextInput in = BaseInput(c.total, 1);
+    in.history = Store(Conv("u a u a"), counter);
+    in.message_threshold = c.message_threshold;
+    Result<AssembledContext> ctx = AssembleContext(in, counter);
+    ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+    EXPECT_EQ(ctx->report.history_demand_tokens, 28);
+    EXPECT_EQ(ctx->report.zone, c.zone);
+    EXPECT_EQ(ctx->report.should_summarize, c.summarize);
+  }
+}
+
+TEST(AssemblerTest, LongToolOutputIsTruncatedInContextOnly) {
+  const MessageTokenCounter counter = BytesCounter();
+  ContextInput in = BaseInput(100000, 16);
+  std::string out;
+  for (int i = 0; i < 1000; ++i) out += "output line " + std::to_string(i) + "\n";
+  std::vector<Message> conv = {Message::User("go"),
+                               Message::AssistantCalls({{"c1", "function", "bash", "{}"}}),
+                               Message::ToolResult("c1", out), Message::Assistant("done")};
+  in.history = Store(conv, counter);
+  Result<AssembledContext> ctx = AssembleContext(in, counter);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  ASSERT_EQ(ctx->messages.size(), 4u);
+  const Message& t = ctx->messages[2];
+  EXPECT_LE(counter.CountText(t.text), 2500);
+  EXPECT_NE(t.text.find("[...truncated "), std::string::npos);
+  EXPECT_EQ(t.text.substr(0, 14), "output line 0\n");
+  EXPECT_NE(t.text.find("output line 999\n"), std::string::npos);
+  EXPECT_EQ(in.history[2].message.text, out) << "storage input must not change";
+  ASSERT_EQ(ctx->report.truncated.size(), 1u);
+  EXPECT_EQ(ctx->report.truncated[0].seq, 3);
+  EXPECT_EQ(ctx->report.truncated[0].original_tokens, in.history[2].tokens);
+  EXPECT_EQ(ctx->report.truncated[0].tokens, counter.CountMessage(t));
+}
+
+// u aTC(A) t(A: big) u aTC(B) t(B: 40,000 tokens) u a u a
+ContextInput PruningInput(int64_t old_output_bytes) {
+  const MessageTokenCounter counter = BytesCounter();
+  ContextInput in = BaseInput(1'000'000, 2);
+  in.threshold_pct = 0;  // always over the threshold
+  in.pruning.enabled = true;
+  in.tool_output_max_tokens = 1'000'000;
+  std::vector<Message> conv = {
+      Message::User("u1"),
+      Message::AssistantCalls({{"A", "function", "f", ""}}),
+      Message::ToolResult("A", std::string(old_output_bytes, 'x')),
+      Message::User("u2"),
+      Message::AssistantCalls({{"B", "function", "f", ""}}),
+      Message::ToolResult("B", std::string(40000 - 5, 'y')),  // 4 + 1 + 39,995 = 40,000
+      Message::User("u3"),
+      Message::Assistant("a3"),
+      Message::User("u4"),
+      Message::Assistant("a4")};
+  in.history = Store(conv, counter);
+  return in;
+}
+
+TEST(AssemblerTest, PruningThresholdExactlyAtMinimum) {
+  const MessageTokenCounter counter = BytesCounter();
+  // Pruned t(A) costs 4 + 33 + 1 = 38; t(A) costs 4 + 1 + n: frees n - 33.
+  struct Case {
+    int64_t bytes;
+    bool pruned;
+  };
+  for (const Case& c : {Case{20033, true}, Case{20032, false}}) {
+    SCOPED_TRACE("old output bytes=" + std::to_string(c.bytes));
+    ContextInput in = PruningInput(c.bytes);
+    Result<AssembledContext> ctx = AssembleContext(in, counter);
+    ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+    if (c.pruned) {
+      EXPECT_EQ(ctx->report.newly_pruned_seqs, (std::vector<int64_t>{3}));
+      EXPECT_EQ(ctx->report.pruned_freed_tokens, 20000);
+      EXPECT_EQ(ctx->messages[2].text, "[Old tool result content cleared]");
+      EXPECT_EQ(ctx->messages[2].tool_call_id, "A");
+      EXPECT_EQ(ctx->report.pruned_messages, 1);
+    } else {
+      EXPECT_TRUE(ctx->report.newly_pruned_seqs.empty());
+      EXPECT_EQ(ctx->messages[2].text.size(), static_cast<size_t>(c.bytes));
+      EXPECT_EQ(ctx->report.pruned_messages, 0);
+    }
+  }
+}
+
+TEST(AssemblerTest, PrunedFlagIsStickyAndKeepsThePrefixBytes) {
+  const MessageTokenCounter counter = BytesCounter();
+  ContextInput in = PruningInput(30000);
+  Result<AssembledContext> first = AssembleContext(in, counter);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ(first->report.newly_pruned_seqs, (std::vector<int64_t>{3}));
+  // The daemon persists the flag; the agent goes on; pruning is now off (e.g. thresholds
+  // changed) but the flag still renders: same bytes for the common prefix.
+  in.history[2].flags |= kFlagPruned;
+  for (const Message& m : Conv("u a")) {
+    in.history.push_back({static_cast<int64_t>(in.history.size() + 1), 0, counter.CountMessage(m),
+                          0, m});
+  }
+  in.pruning.enabled = false;
+  Result<AssembledContext> second = AssembleContext(in, counter);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_TRUE(second->report.newly_pruned_seqs.empty());
+  ASSERT_GT(second->messages.size(), first->messages.size());
+  for (size_t i = 0; i < first->messages.size(); ++i) {
+    EXPECT_EQ(MessageToJson(second->messages[i]), MessageToJson(first->messages[i])) << "i=" << i;
+  }
+}
+
+TEST(AssemblerTest, FreshTailSqueezeTruncatesOldToolOutputsFirst) {
+  const MessageTokenCounter counter = BytesCounter();
+  ContextInput in = BaseInput(0, 16);
+  std::vector<Message> conv = {Message::User("go"),
+                               Message::AssistantCalls({{"c1", "function", "f", ""}}),
+                               Message::ToolResult("c1", std::string(2000, 'x')),
+                               Message::Assistant("done")};
+  in.history = Store(conv, counter);
+  in.budget.total = 1200;
+  Result<AssembledContext> ctx = AssembleContext(in, counter);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  EXPECT_TRUE(ctx->report.tail_squeezed);
+  EXPECT_EQ(ctx->report.tail_dropped_messages, 0);
+  EXPECT_EQ(ctx->kept_seqs, (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_LE(ctx->report.used_tokens, 1200);
+  EXPECT_LE(counter.CountText(ctx->messages[2].text), 1250);
+  ASSERT_EQ(ctx->report.truncated.size(), 1u);
+  EXPECT_EQ(ctx->report.truncated[0].seq, 3);
+}
+
+TEST(AssemblerTest, FreshTailSqueezeShortensToTheLastTurn) {
+  const MessageTokenCounter counter = BytesCounter();
+  ContextInput in = BaseInput(0, 16);
+  std::vector<Message> conv = {Message::User("first"), Message::Assistant(std::string(500, 'a')),
+                               Message::User("second"), Message::Assistant("ok")};
+  in.history = Store(conv, counter);
+  in.budget.total = in.history[2].tokens + in.history[3].tokens + 10;
+  Result<AssembledContext> ctx = AssembleContext(in, counter);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  EXPECT_TRUE(ctx->report.tail_squeezed);
+  EXPECT_EQ(ctx->report.tail_dropped_messages, 2);
+  EXPECT_EQ(ctx->kept_seqs, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(ctx->report.dropped_messages, 2);
+}
+
+TEST(AssemblerTest, NewMessageAnswersTheLastCall) {
+  const MessageTokenCounter counter = BytesCounter();
+  ContextInput in = BaseInput(100000);
+  in.history = Store(Conv("u aTC(A)"), counter);
+  in.new_message = Message::ToolResult("A", "result");
+  Result<AssembledContext> ctx = AssembleContext(in, counter);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  EXPECT_EQ(Shape(ctx->messages), "u aTC(A) t(A)");
+  EXPECT_TRUE(ctx->report.sanitized.empty());
+  // An orphan new message is dropped and reported.
+  in.new_message = Message::ToolResult("Z", "result");
+  ctx = AssembleContext(in, counter);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  EXPECT_EQ(Shape(ctx->messages), "u");
+  EXPECT_TRUE(ctx->report.new_message_dropped);
+}
+
+TEST(AssemblerTest, ReportJsonHasEverySection) {
+  const MessageTokenCounter counter = BytesCounter();
+  ContextInput in = PruningInput(30000);
+  in.context_window = 128000;
+  in.max_output_tokens = 16000;
+  Result<AssembledContext> ctx = AssembleContext(in, counter);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  boost::json::object j = ContextReportToJson(ctx->report);
+  for (const char* key : {"context_window", "max_output_tokens", "total", "used_tokens",
+                          "available", "zone", "should_summarize", "system", "tools", "memory",
+                          "learnings", "summaries", "history", "new_message", "sanitized",
+                          "truncated", "pruned", "fresh_tail"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["context_window"].as_int64(), 128000);
+  EXPECT_EQ(boost::json::serialize(j["pruned"]),
+            R"({"messages":1,"newly_pruned_seqs":[3],"freed_tokens":29967})");
+}
+
 }  // namespace
 }  // namespace missy
