@@ -1,6 +1,7 @@
 #include "storage/database.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -9,6 +10,12 @@
 #include <thread>
 #include <utility>
 
+#include <boost/json.hpp>
+
+#include <random>
+
+#include "storage/fts_query.h"
+#include "storage/missy_import.h"
 #include "storage/schema.h"
 #include "storage/sqlite_util.h"
 
@@ -95,6 +102,147 @@ AuditEvent AuditFromRow(const Statement& s) {
   e.prev_chain_hash = s.Text(8);
   return e;
 }
+
+
+namespace json = boost::json;
+
+std::string StringsToJson(const std::vector<std::string>& values) {
+  json::array a;
+  for (const std::string& v : values) a.emplace_back(json::string_view(v));
+  return json::serialize(a);
+}
+
+// Lenient: anything that is not a JSON array of strings yields the strings it has.
+std::vector<std::string> StringsFromJson(std::string_view text) {
+  std::vector<std::string> out;
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec || !v.is_array()) return out;
+  for (const json::value& e : v.as_array()) {
+    if (e.is_string()) out.emplace_back(e.as_string().c_str(), e.as_string().size());
+  }
+  return out;
+}
+
+std::string GenerateId(std::string_view prefix) {
+  thread_local std::mt19937_64 rng{std::random_device{}() ^
+                                   (static_cast<uint64_t>(std::random_device{}()) << 32)};
+  static const char kHex[] = "0123456789abcdef";
+  uint64_t r = rng();
+  std::string out(prefix);
+  for (int i = 0; i < 16; ++i) out += kHex[(r >> (60 - 4 * i)) & 0xf];
+  return out;
+}
+
+bool IsUniqueViolation(int rc) {
+  return rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY;
+}
+
+const char kSummaryColumns[] =
+    "id, session_id, depth, content, tokens, first_seq, last_seq, child_ids, parent_id, start_ms, end_ms, "
+    "descendant_count, artifacts, created_at_ms";
+
+SummaryRecord SummaryFromRow(const Statement& s) {
+  SummaryRecord r;
+  r.id = s.Text(0);
+  r.session_id = s.Text(1);
+  r.depth = static_cast<int>(s.Int(2));
+  r.content = s.Text(3);
+  r.tokens = s.Int(4);
+  r.first_seq = s.Int(5);
+  r.last_seq = s.Int(6);
+  r.child_ids = StringsFromJson(s.Text(7));
+  r.parent_id = s.Text(8);
+  r.start_ms = s.Int(9);
+  r.end_ms = s.Int(10);
+  r.descendant_count = s.Int(11);
+  r.artifacts_json = s.Text(12);
+  r.created_at_ms = s.Int(13);
+  return r;
+}
+
+const char kMemoryColumns[] = "id, text, tags, session_id, pinned, created_at_ms";
+
+MemoryItem MemoryFromRow(const Statement& s) {
+  MemoryItem m;
+  m.id = s.Text(0);
+  m.text = s.Text(1);
+  m.tags = StringsFromJson(s.Text(2));
+  m.session_id = s.Text(3);
+  m.pinned = s.Int(4) != 0;
+  m.created_at_ms = s.Int(5);
+  return m;
+}
+
+const char kLearningColumns[] = "id, task_type, outcome, lesson, approach, session_id, created_at_ms";
+
+LearningRecord LearningFromRow(const Statement& s) {
+  LearningRecord l;
+  l.id = s.Text(0);
+  l.task_type = s.Text(1);
+  l.outcome = s.Text(2);
+  l.lesson = s.Text(3);
+  l.approach = StringsFromJson(s.Text(4));
+  l.session_id = s.Text(5);
+  l.created_at_ms = s.Int(6);
+  return l;
+}
+
+const char kJobColumns[] =
+    "id, kind, session_id, state, attempts, payload, next_run_at_ms, lease_until_ms, last_error, created_at_ms, "
+    "updated_at_ms";
+
+Job JobFromRow(const Statement& s) {
+  Job j;
+  j.id = s.Int(0);
+  j.kind = s.Text(1);
+  j.session_id = s.Text(2);
+  j.state = s.Text(3);
+  j.attempts = static_cast<int>(s.Int(4));
+  j.payload_json = s.Text(5);
+  j.next_run_at_ms = s.Int(6);
+  j.lease_until_ms = s.Int(7);
+  j.last_error = s.Text(8);
+  j.created_at_ms = s.Int(9);
+  j.updated_at_ms = s.Int(10);
+  return j;
+}
+
+Result<Job> LoadJob(Connection& c, int64_t id) {
+  MISSY_ASSIGN_STMT(q, c, std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?1");
+  q.Bind(1, id);
+  int rc = q.Step();
+  if (rc == SQLITE_ROW) return JobFromRow(q);
+  if (rc == SQLITE_DONE) return Status::NotFound("job " + std::to_string(id) + " not found", "id");
+  return c.Error(rc, "read job");
+}
+
+Status SessionMustExist(Connection& c, std::string_view session_id) {
+  MISSY_ASSIGN_STMT(q, c, "SELECT 1 FROM sessions WHERE id = ?1");
+  q.Bind(1, session_id);
+  int rc = q.Step();
+  if (rc == SQLITE_ROW) return Status::Ok();
+  if (rc == SQLITE_DONE) {
+    return Status::NotFound("session '" + std::string(session_id) + "' not found", "session_id");
+  }
+  return c.Error(rc, "read session");
+}
+
+// A read transaction on a reader connection: one consistent snapshot for several
+// statements. Ends (COMMIT of a read-only transaction) on destruction.
+class ReadSnapshot {
+ public:
+  explicit ReadSnapshot(Connection& c) : c_(c) { ok_ = c_.Exec("BEGIN", "begin read").ok(); }
+  ~ReadSnapshot() {
+    if (ok_) (void)c_.Exec("COMMIT", "end read");
+  }
+  ReadSnapshot(const ReadSnapshot&) = delete;
+  ReadSnapshot& operator=(const ReadSnapshot&) = delete;
+
+ private:
+  Connection& c_;
+  bool ok_ = false;
+};
 
 class SqliteDatabase final : public Database {
  public:
@@ -281,7 +429,9 @@ class SqliteDatabase final : public Database {
           .Bind(8, stored.detail_json)
           .Bind(9, stored.prev_chain_hash);
       MISSY_RETURN_IF_ERROR(insert.Run("append audit event"));
-      audit_tail_ = {stored.seq, sqlite::Sha256Hex(AuditEventToJsonLine(stored))};
+      std::pair<int64_t, std::string> head{stored.seq, sqlite::Sha256Hex(AuditEventToJsonLine(stored))};
+      MISSY_RETURN_IF_ERROR(PutMeta(c, "audit_head", std::to_string(head.first) + ":" + head.second));
+      audit_tail_ = std::move(head);
       return Status::Ok();
     });
     if (!st.ok()) return st;
@@ -305,7 +455,670 @@ class SqliteDatabase final : public Database {
     return out;
   }
 
+  Status AddMessageFlags(std::string_view session_id, const std::vector<int64_t>& seqs,
+                         uint32_t flags) override {
+    return Write([&](Connection& c) -> Status {
+      MISSY_RETURN_IF_ERROR(SessionMustExist(c, session_id));
+      MISSY_ASSIGN_STMT(update, c, "UPDATE messages SET flags = flags | ?3 WHERE session_id = ?1 AND seq = ?2");
+      for (int64_t seq : seqs) {
+        update.Bind(1, session_id).Bind(2, seq).Bind(3, static_cast<int64_t>(flags));
+        int rc = update.Step();
+        if (rc != SQLITE_DONE) return c.Error(rc, "set message flags");
+        sqlite3_reset(update.get());
+      }
+      return Status::Ok();
+    });
+  }
+
+  // --- Summaries ----------------------------------------------------------------
+  Result<SummaryRecord> InsertSummary(const SummaryRecord& summary) override {
+    SummaryRecord stored = summary;
+    if (stored.id.empty()) stored.id = GenerateId("sum_");
+    if (stored.depth < 0) return Status::InvalidArgument("depth must be >= 0", "depth");
+    if (stored.last_seq < stored.first_seq) {
+      return Status::InvalidArgument("last_seq is before first_seq", "last_seq");
+    }
+    const std::string child_json = StringsToJson(stored.child_ids);
+    Status st = Write([&](Connection& c) -> Status {
+      MISSY_RETURN_IF_ERROR(SessionMustExist(c, stored.session_id));
+      MISSY_ASSIGN_STMT(insert, c,
+                        "INSERT INTO summaries (id, session_id, depth, content, tokens, first_seq, last_seq, "
+                        "child_ids, parent_id, start_ms, end_ms, descendant_count, artifacts, created_at_ms) "
+                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+      insert.Bind(1, stored.id)
+          .Bind(2, stored.session_id)
+          .Bind(3, stored.depth)
+          .Bind(4, stored.content)
+          .Bind(5, stored.tokens)
+          .Bind(6, stored.first_seq)
+          .Bind(7, stored.last_seq)
+          .Bind(8, child_json)
+          .Bind(10, stored.start_ms)
+          .Bind(11, stored.end_ms)
+          .Bind(12, stored.descendant_count)
+          .Bind(13, stored.artifacts_json)
+          .Bind(14, stored.created_at_ms);
+      if (stored.parent_id.empty()) {
+        insert.BindNull(9);
+      } else {
+        insert.Bind(9, stored.parent_id);
+      }
+      int rc = insert.Step();
+      if (IsUniqueViolation(rc)) return Status::AlreadyExists("summary '" + stored.id + "' already exists", "id");
+      if (rc != SQLITE_DONE) return c.Error(rc, "insert summary");
+      insert.Reset();
+      if (!stored.child_ids.empty()) {
+        MISSY_ASSIGN_STMT(child, c, "SELECT session_id, parent_id FROM summaries WHERE id = ?1");
+        MISSY_ASSIGN_STMT(adopt, c, "UPDATE summaries SET parent_id = ?2 WHERE id = ?1");
+        for (const std::string& id : stored.child_ids) {
+          child.Bind(1, id);
+          rc = child.Step();
+          if (rc == SQLITE_DONE) return Status::NotFound("child summary '" + id + "' not found", "child_ids");
+          if (rc != SQLITE_ROW) return c.Error(rc, "read child summary");
+          if (child.Text(0) != stored.session_id) {
+            return Status::InvalidArgument("child summary '" + id + "' belongs to another session", "child_ids");
+          }
+          if (!child.IsNull(1)) {
+            return Status::Conflict("child summary '" + id + "' is already condensed into '" + child.Text(1) + "'",
+                                    "child_ids");
+          }
+          sqlite3_reset(child.get());
+          adopt.Bind(1, id).Bind(2, stored.id);
+          rc = adopt.Step();
+          if (rc != SQLITE_DONE) return c.Error(rc, "set summary parent");
+          sqlite3_reset(adopt.get());
+        }
+      } else if (stored.first_seq > 0) {
+        MISSY_ASSIGN_STMT(cover, c,
+                          "UPDATE messages SET summary_id = ?2 WHERE session_id = ?1 AND seq BETWEEN ?3 AND ?4");
+        cover.Bind(1, stored.session_id).Bind(2, stored.id).Bind(3, stored.first_seq).Bind(4, stored.last_seq);
+        MISSY_RETURN_IF_ERROR(cover.Run("mark messages summarized"));
+      }
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+    return stored;
+  }
+
+  Result<SummaryRecord> GetSummary(std::string_view id) override {
+    auto reader = AcquireReader();
+    if (!reader.ok()) return reader.status();
+    return ReadSummary(*reader->conn, id);
+  }
+
+  Result<std::vector<SummaryRecord>> ListSummaries(std::string_view session_id, bool uncondensed_only) override {
+    auto reader = AcquireReader();
+    if (!reader.ok()) return reader.status();
+    Connection& c = *reader->conn;
+    ReadSnapshot snapshot(c);
+    MISSY_RETURN_IF_ERROR(SessionMustExist(c, session_id));
+    MISSY_ASSIGN_STMT(q, c,
+                      std::string("SELECT ") + kSummaryColumns + " FROM summaries WHERE session_id = ?1 " +
+                          (uncondensed_only ? "AND parent_id IS NULL " : "") + "ORDER BY first_seq, depth, n");
+    q.Bind(1, session_id);
+    return CollectRows<SummaryRecord>(c, q, SummaryFromRow, "list summaries");
+  }
+
+  Result<std::vector<SummaryRecord>> SummaryChildren(std::string_view id) override {
+    auto reader = AcquireReader();
+    if (!reader.ok()) return reader.status();
+    Connection& c = *reader->conn;
+    ReadSnapshot snapshot(c);
+    auto parent = ReadSummary(c, id);
+    if (!parent.ok()) return parent.status();
+    MISSY_ASSIGN_STMT(q, c,
+                      std::string("SELECT ") + kSummaryColumns +
+                          " FROM summaries WHERE parent_id = ?1 ORDER BY first_seq, n");
+    q.Bind(1, id);
+    return CollectRows<SummaryRecord>(c, q, SummaryFromRow, "list summary children");
+  }
+
+  Result<std::vector<StoredMessage>> SummaryMessages(std::string_view id) override {
+    auto summary = GetSummary(id);
+    if (!summary.ok()) return summary.status();
+    if (summary->first_seq <= 0) return std::vector<StoredMessage>{};
+    return LoadMessages(summary->session_id, summary->first_seq - 1, summary->last_seq - summary->first_seq + 1);
+  }
+
+  // --- Memory items -------------------------------------------------------------
+  Result<MemoryItem> AddMemoryItem(const MemoryItem& item) override {
+    MemoryItem stored = item;
+    if (stored.id.empty()) stored.id = GenerateId("mem_");
+    if (stored.text.empty()) return Status::InvalidArgument("memory text must not be empty", "text");
+    const std::string tags = StringsToJson(stored.tags);
+    Status st = Write([&](Connection& c) -> Status {
+      MISSY_ASSIGN_STMT(insert, c,
+                        "INSERT INTO memory_items (id, text, tags, session_id, pinned, created_at_ms) "
+                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+      insert.Bind(1, stored.id).Bind(2, stored.text).Bind(3, tags).Bind(5, stored.pinned ? 1 : 0).Bind(6, stored.created_at_ms);
+      if (stored.session_id.empty()) {
+        insert.BindNull(4);
+      } else {
+        insert.Bind(4, stored.session_id);
+      }
+      int rc = insert.Step();
+      if (IsUniqueViolation(rc)) return Status::AlreadyExists("memory item '" + stored.id + "' already exists", "id");
+      if (rc != SQLITE_DONE) return c.Error(rc, "add memory item");
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+    return stored;
+  }
+
+  Result<MemoryItem> GetMemoryItem(std::string_view id) override {
+    auto reader = AcquireReader();
+    if (!reader.ok()) return reader.status();
+    Connection& c = *reader->conn;
+    MISSY_ASSIGN_STMT(q, c, std::string("SELECT ") + kMemoryColumns + " FROM memory_items WHERE id = ?1");
+    q.Bind(1, id);
+    int rc = q.Step();
+    if (rc == SQLITE_ROW) return MemoryFromRow(q);
+    if (rc == SQLITE_DONE) return Status::NotFound("memory item '" + std::string(id) + "' not found", "id");
+    return c.Error(rc, "read memory item");
+  }
+
+  Result<std::vector<MemoryItem>> ListMemoryItems(const ListOptions& options, std::string_view session_id) override {
+    auto reader = AcquireReader();
+    if (!reader.ok()) return reader.status();
+    Connection& c = *reader->conn;
+    MISSY_ASSIGN_STMT(q, c,
+                      std::string("SELECT ") + kMemoryColumns +
+                          " FROM memory_items WHERE (?3 = '' OR session_id IS NULL OR session_id = ?3) "
+                          "ORDER BY created_at_ms DESC, n DESC LIMIT ?1 OFFSET ?2");
+    BindPage(q, options);
+    q.Bind(3, session_id);
+    return CollectRows<MemoryItem>(c, q, MemoryFromRow, "list memory items");
+  }
+
+  Status UpdateMemoryItem(const MemoryItem& item) override {
+    if (item.text.empty()) return Status::InvalidArgument("memory text must not be empty", "text");
+    const std::string tags = StringsToJson(item.tags);
+    return Write([&](Connection& c) -> Status {
+      MISSY_ASSIGN_STMT(update, c, "UPDATE memory_items SET text = ?2, tags = ?3, pinned = ?4 WHERE id = ?1");
+      update.Bind(1, item.id).Bind(2, item.text).Bind(3, tags).Bind(4, item.pinned ? 1 : 0);
+      MISSY_RETURN_IF_ERROR(update.Run("update memory item"));
+      if (sqlite3_changes(c.db()) == 0) return Status::NotFound("memory item '" + item.id + "' not found", "id");
+      return Status::Ok();
+    });
+  }
+
+  Status DeleteMemoryItem(std::string_view id) override {
+    return DeleteById("DELETE FROM memory_items WHERE id = ?1", id, "memory item");
+  }
+
+  // --- Learnings ----------------------------------------------------------------
+  Result<LearningRecord> AddLearning(const LearningRecord& learning) override {
+    LearningRecord stored = learning;
+    if (stored.id.empty()) stored.id = GenerateId("lrn_");
+    if (stored.lesson.empty()) return Status::InvalidArgument("lesson must not be empty", "lesson");
+    const std::string approach = StringsToJson(stored.approach);
+    Status st = Write([&](Connection& c) -> Status {
+      MISSY_ASSIGN_STMT(insert, c,
+                        "INSERT INTO learnings (id, task_type, outcome, lesson, approach, session_id, created_at_ms) "
+                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+      insert.Bind(1, stored.id)
+          .Bind(2, stored.task_type)
+          .Bind(3, stored.outcome)
+          .Bind(4, stored.lesson)
+          .Bind(5, approach)
+          .Bind(7, stored.created_at_ms);
+      if (stored.session_id.empty()) {
+        insert.BindNull(6);
+      } else {
+        insert.Bind(6, stored.session_id);
+      }
+      int rc = insert.Step();
+      if (IsUniqueViolation(rc)) return Status::AlreadyExists("learning '" + stored.id + "' already exists", "id");
+      if (rc != SQLITE_DONE) return c.Error(rc, "add learning");
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+    return stored;
+  }
+
+  Result<std::vector<LearningRecord>> ListLearnings(const ListOptions& options, std::string_view task_type) override {
+    auto reader = AcquireReader();
+    if (!reader.ok()) return reader.status();
+    Connection& c = *reader->conn;
+    MISSY_ASSIGN_STMT(q, c,
+                      std::string("SELECT ") + kLearningColumns +
+                          " FROM learnings WHERE (?3 = '' OR task_type = ?3) "
+                          "ORDER BY created_at_ms DESC, n DESC LIMIT ?1 OFFSET ?2");
+    BindPage(q, options);
+    q.Bind(3, task_type);
+    return CollectRows<LearningRecord>(c, q, LearningFromRow, "list learnings");
+  }
+
+  Status DeleteLearning(std::string_view id) override {
+    return DeleteById("DELETE FROM learnings WHERE id = ?1", id, "learning");
+  }
+
+  // --- Search -------------------------------------------------------------------
+  Result<std::vector<MemoryHit>> Search(const SearchOptions& options) override {
+    std::vector<MemoryHit> hits;
+    const std::vector<std::string> terms = fts::QueryTerms(options.query);
+    if (terms.empty() || options.max_results <= 0) return hits;
+    auto reader = AcquireReader();
+    if (!reader.ok()) return reader.status();
+    Connection& c = *reader->conn;
+    ReadSnapshot snapshot(c);
+    for (bool all_terms : {true, false}) {
+      if (!all_terms && terms.size() == 1) break;
+      const std::string match = fts::BuildMatchExpression(terms, all_terms);
+      MISSY_RETURN_IF_ERROR(SearchSources(c, options, match, hits));
+      if (!hits.empty()) break;
+    }
+    std::stable_sort(hits.begin(), hits.end(),
+                     [](const MemoryHit& a, const MemoryHit& b) { return a.score > b.score; });
+    if (hits.size() > static_cast<size_t>(options.max_results)) hits.resize(static_cast<size_t>(options.max_results));
+    return hits;
+  }
+
+  // --- Jobs ---------------------------------------------------------------------
+  Result<EnqueueResult> EnqueueJob(std::string_view kind, std::string_view session_id,
+                                   std::string_view payload_json, int64_t now_ms) override {
+    if (kind.empty()) return Status::InvalidArgument("job kind must not be empty", "kind");
+    EnqueueResult result;
+    Status st = Write([&](Connection& c) -> Status {
+      MISSY_ASSIGN_STMT(existing, c,
+                        "SELECT id FROM jobs WHERE session_id = ?1 AND kind = ?2 AND state IN ('queued', 'running')");
+      existing.Bind(1, session_id).Bind(2, kind);
+      int rc = existing.Step();
+      if (rc != SQLITE_ROW && rc != SQLITE_DONE) return c.Error(rc, "read jobs");
+      int64_t id;
+      if (rc == SQLITE_ROW) {
+        id = existing.Int(0);
+        result.created = false;
+      } else {
+        existing.Reset();
+        MISSY_ASSIGN_STMT(insert, c,
+                          "INSERT INTO jobs (kind, session_id, state, payload, next_run_at_ms, created_at_ms, "
+                          "updated_at_ms) VALUES (?1, ?2, 'queued', ?3, ?4, ?4, ?4)");
+        insert.Bind(1, kind).Bind(2, session_id).Bind(3, payload_json.empty() ? "{}" : payload_json).Bind(4, now_ms);
+        MISSY_RETURN_IF_ERROR(insert.Run("enqueue job"));
+        id = sqlite3_last_insert_rowid(c.db());
+        result.created = true;
+      }
+      existing.Reset();
+      auto job = LoadJob(c, id);
+      if (!job.ok()) return job.status();
+      result.job = std::move(*job);
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+    return result;
+  }
+
+  Result<std::optional<Job>> ClaimJob(int64_t now_ms, int64_t lease_ms) override {
+    std::optional<Job> claimed;
+    Status st = Write([&](Connection& c) -> Status {
+      MISSY_RETURN_IF_ERROR(RequeueExpired(c, now_ms).status());
+      MISSY_ASSIGN_STMT(next, c,
+                        "SELECT id FROM jobs WHERE state = 'queued' AND next_run_at_ms <= ?1 "
+                        "ORDER BY next_run_at_ms, id LIMIT 1");
+      next.Bind(1, now_ms);
+      int rc = next.Step();
+      if (rc == SQLITE_DONE) return Status::Ok();
+      if (rc != SQLITE_ROW) return c.Error(rc, "find a due job");
+      int64_t id = next.Int(0);
+      next.Reset();
+      MISSY_ASSIGN_STMT(claim, c,
+                        "UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_until_ms = ?2, "
+                        "updated_at_ms = ?3 WHERE id = ?1");
+      claim.Bind(1, id).Bind(2, now_ms + lease_ms).Bind(3, now_ms);
+      MISSY_RETURN_IF_ERROR(claim.Run("claim job"));
+      auto job = LoadJob(c, id);
+      if (!job.ok()) return job.status();
+      claimed = std::move(*job);
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+    return claimed;
+  }
+
+  Status CompleteJob(int64_t id, int64_t now_ms) override {
+    return Write([&](Connection& c) -> Status {
+      auto job = LoadJob(c, id);
+      if (!job.ok()) return job.status();
+      if (job->state != "running") {
+        return Status::Conflict("job " + std::to_string(id) + " is " + job->state + ", not running", "id");
+      }
+      MISSY_ASSIGN_STMT(done, c,
+                        "UPDATE jobs SET state = 'done', lease_until_ms = 0, last_error = '', updated_at_ms = ?2 "
+                        "WHERE id = ?1");
+      done.Bind(1, id).Bind(2, now_ms);
+      return done.Run("complete job");
+    });
+  }
+
+  Result<Job> FailJob(int64_t id, std::string_view error, int64_t now_ms, const RetryPolicy& policy) override {
+    Job updated;
+    Status st = Write([&](Connection& c) -> Status {
+      auto job = LoadJob(c, id);
+      if (!job.ok()) return job.status();
+      if (job->state != "running") {
+        return Status::Conflict("job " + std::to_string(id) + " is " + job->state + ", not running", "id");
+      }
+      const bool give_up = job->attempts >= policy.max_attempts;
+      int64_t delay = policy.base_delay_ms;
+      for (int i = 1; i < job->attempts && delay < policy.max_delay_ms; ++i) delay *= 2;
+      delay = std::min(delay, policy.max_delay_ms);
+      MISSY_ASSIGN_STMT(fail, c,
+                        "UPDATE jobs SET state = ?2, next_run_at_ms = ?3, lease_until_ms = 0, last_error = ?4, "
+                        "updated_at_ms = ?5 WHERE id = ?1");
+      fail.Bind(1, id)
+          .Bind(2, give_up ? "failed" : "queued")
+          .Bind(3, give_up ? job->next_run_at_ms : now_ms + delay)
+          .Bind(4, error)
+          .Bind(5, now_ms);
+      MISSY_RETURN_IF_ERROR(fail.Run("fail job"));
+      auto reloaded = LoadJob(c, id);
+      if (!reloaded.ok()) return reloaded.status();
+      updated = std::move(*reloaded);
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+    return updated;
+  }
+
+  Result<int64_t> RequeueExpiredJobs(int64_t now_ms) override {
+    int64_t n = 0;
+    Status st = Write([&](Connection& c) -> Status {
+      auto r = RequeueExpired(c, now_ms);
+      if (!r.ok()) return r.status();
+      n = *r;
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+    return n;
+  }
+
+  Result<Job> GetJob(int64_t id) override {
+    auto reader = AcquireReader();
+    if (!reader.ok()) return reader.status();
+    return LoadJob(*reader->conn, id);
+  }
+
+  Result<std::vector<Job>> ListJobs(const ListOptions& options, std::string_view state) override {
+    auto reader = AcquireReader();
+    if (!reader.ok()) return reader.status();
+    Connection& c = *reader->conn;
+    MISSY_ASSIGN_STMT(q, c,
+                      std::string("SELECT ") + kJobColumns +
+                          " FROM jobs WHERE (?3 = '' OR state = ?3) ORDER BY id DESC LIMIT ?1 OFFSET ?2");
+    BindPage(q, options);
+    q.Bind(3, state);
+    return CollectRows<Job>(c, q, JobFromRow, "list jobs");
+  }
+
+  // --- Calibration --------------------------------------------------------------
+  Result<Calibration> GetCalibration(std::string_view model) override {
+    auto reader = AcquireReader();
+    if (!reader.ok()) return reader.status();
+    Connection& c = *reader->conn;
+    MISSY_ASSIGN_STMT(q, c, "SELECT model, ratio, samples, updated_at_ms FROM calibration WHERE model = ?1");
+    q.Bind(1, model);
+    int rc = q.Step();
+    if (rc == SQLITE_ROW) return Calibration{q.Text(0), q.Double(1), q.Int(2), q.Int(3)};
+    if (rc == SQLITE_DONE) return Status::NotFound("no calibration for model '" + std::string(model) + "'", "model");
+    return c.Error(rc, "read calibration");
+  }
+
+  Status PutCalibration(const Calibration& cal) override {
+    if (cal.model.empty()) return Status::InvalidArgument("model must not be empty", "model");
+    return Write([&](Connection& c) -> Status {
+      MISSY_ASSIGN_STMT(put, c,
+                        "INSERT INTO calibration (model, ratio, samples, updated_at_ms) VALUES (?1, ?2, ?3, ?4) "
+                        "ON CONFLICT (model) DO UPDATE SET ratio = excluded.ratio, samples = excluded.samples, "
+                        "updated_at_ms = excluded.updated_at_ms");
+      put.Bind(1, cal.model).Bind(2, cal.ratio).Bind(3, cal.samples).Bind(4, cal.updated_at_ms);
+      return put.Run("store calibration");
+    });
+  }
+
+  Result<std::vector<Calibration>> ListCalibrations() override {
+    auto reader = AcquireReader();
+    if (!reader.ok()) return reader.status();
+    Connection& c = *reader->conn;
+    MISSY_ASSIGN_STMT(q, c, "SELECT model, ratio, samples, updated_at_ms FROM calibration ORDER BY model");
+    return CollectRows<Calibration>(
+        c, q, [](const Statement& s) { return Calibration{s.Text(0), s.Double(1), s.Int(2), s.Int(3)}; },
+        "list calibration");
+  }
+
+  // --- Audit chain --------------------------------------------------------------
+  Result<AuditVerifyReport> VerifyAuditChain() override {
+    auto reader = AcquireReader();
+    if (!reader.ok()) return reader.status();
+    Connection& c = *reader->conn;
+    ReadSnapshot snapshot(c);
+    AuditVerifyReport report;
+    auto anchor = ReadAnchor(c);
+    if (!anchor.ok()) return anchor.status();
+    int64_t expected_seq = anchor->first + 1;
+    std::string expected_prev = anchor->second;
+    MISSY_ASSIGN_STMT(q, c, std::string("SELECT ") + kAuditColumns + " FROM audit_events ORDER BY seq");
+    auto broken = [&](int64_t seq, std::string reason) {
+      report.ok = false;
+      report.broken_seq = seq;
+      report.reason = std::move(reason);
+    };
+    int rc;
+    while ((rc = q.Step()) == SQLITE_ROW) {
+      AuditEvent e = AuditFromRow(q);
+      if (report.checked == 0) report.first_seq = e.seq;
+      report.last_seq = e.seq;
+      ++report.checked;
+      if (!report.ok) continue;
+      if (e.seq != expected_seq) {
+        broken(expected_seq, e.seq > expected_seq
+                                 ? "event " + std::to_string(expected_seq) + " is missing (next present is " +
+                                       std::to_string(e.seq) + ")"
+                                 : "event " + std::to_string(e.seq) + " is before the retention anchor");
+        continue;
+      }
+      if (e.prev_chain_hash != expected_prev) {
+        broken(e.seq, "prev_chain_hash of event " + std::to_string(e.seq) + " does not match the hash of " +
+                          (e.seq == anchor->first + 1 ? std::string("the chain start")
+                                                      : "event " + std::to_string(e.seq - 1)) +
+                          " (that event was edited, or this one was inserted or replaced)");
+        continue;
+      }
+      expected_prev = sqlite::Sha256Hex(AuditEventToJsonLine(e));
+      expected_seq = e.seq + 1;
+    }
+    if (rc != SQLITE_DONE) return c.Error(rc, "read audit events");
+    q.Reset();
+    if (report.ok) {
+      // The head recorded at each append catches an edited or removed last event.
+      auto head = ReadMeta(c, "audit_head");
+      if (!head.ok()) return head.status();
+      if (head->has_value()) {
+        const std::string& value = **head;
+        size_t colon = value.find(':');
+        int64_t head_seq = colon == std::string::npos ? -1 : std::atoll(value.substr(0, colon).c_str());
+        std::string head_hash = colon == std::string::npos ? "" : value.substr(colon + 1);
+        if (head_seq > expected_seq - 1) {
+          broken(expected_seq, "event " + std::to_string(expected_seq) + " is missing (the chain head is " +
+                                   std::to_string(head_seq) + ")");
+        } else if (head_seq == expected_seq - 1 && head_hash != expected_prev) {
+          broken(head_seq, "event " + std::to_string(head_seq) + " does not match the recorded chain head (edited)");
+        } else if (head_seq < expected_seq - 1) {
+          broken(head_seq + 1, "event " + std::to_string(head_seq + 1) + " was added after the recorded chain head");
+        }
+      }
+    }
+    return report;
+  }
+
+  Result<int64_t> PruneAuditEvents(const AuditRetention& retention) override {
+    int64_t deleted = 0;
+    Status st = Write([&](Connection& c) -> Status {
+      int64_t cutoff = 0;  // delete seq <= cutoff
+      if (retention.max_events > 0) {
+        MISSY_ASSIGN_STMT(q, c, "SELECT seq FROM audit_events ORDER BY seq DESC LIMIT 1 OFFSET ?1");
+        q.Bind(1, retention.max_events);
+        int rc = q.Step();
+        if (rc == SQLITE_ROW) cutoff = q.Int(0);
+        else if (rc != SQLITE_DONE) return c.Error(rc, "audit retention");
+      }
+      if (retention.min_timestamp_ms > 0) {
+        // Only a prefix may go (the chain stays contiguous): up to the first event
+        // that is recent enough.
+        MISSY_ASSIGN_STMT(q, c,
+                          "SELECT (SELECT min(seq) FROM audit_events WHERE timestamp_ms >= ?1), "
+                          "(SELECT max(seq) FROM audit_events)");
+        q.Bind(1, retention.min_timestamp_ms);
+        int rc = q.Step();
+        if (rc != SQLITE_ROW) return c.Error(rc, "audit retention");
+        int64_t by_age = q.IsNull(0) ? q.Int(1) : q.Int(0) - 1;
+        cutoff = std::max(cutoff, by_age);
+      }
+      if (cutoff <= 0) return Status::Ok();
+      MISSY_ASSIGN_STMT(last, c, std::string("SELECT ") + kAuditColumns + " FROM audit_events WHERE seq = ?1");
+      last.Bind(1, cutoff);
+      int rc = last.Step();
+      if (rc == SQLITE_DONE) return Status::Ok();  // already below the anchor
+      if (rc != SQLITE_ROW) return c.Error(rc, "audit retention");
+      const std::string anchor_hash = sqlite::Sha256Hex(AuditEventToJsonLine(AuditFromRow(last)));
+      last.Reset();
+      MISSY_ASSIGN_STMT(del, c, "DELETE FROM audit_events WHERE seq <= ?1");
+      del.Bind(1, cutoff);
+      MISSY_RETURN_IF_ERROR(del.Run("delete old audit events"));
+      deleted = sqlite3_changes(c.db());
+      MISSY_RETURN_IF_ERROR(PutMeta(c, "audit_anchor_seq", std::to_string(cutoff)));
+      MISSY_RETURN_IF_ERROR(PutMeta(c, "audit_anchor_hash", anchor_hash));
+      audit_tail_.reset();
+      return Status::Ok();
+    });
+    if (!st.ok()) return st;
+    return deleted;
+  }
+
+  Result<MissyImportReport> ImportMissy(const std::string& missy_db_path, const MessageTokenCounter* counter,
+                                        int64_t now_ms) override {
+    return ImportMissyDatabase(*this, missy_db_path, counter, now_ms);
+  }
+
+  Status WriteTransaction(const std::function<Status(Connection&)>& fn) override {
+    return Write([&](Connection& c) { return fn(c); });
+  }
+
  private:
+  template <typename T, typename RowFn>
+  static Result<std::vector<T>> CollectRows(Connection& c, Statement& q, RowFn row, std::string_view what) {
+    std::vector<T> out;
+    int rc;
+    while ((rc = q.Step()) == SQLITE_ROW) out.push_back(row(q));
+    if (rc != SQLITE_DONE) return c.Error(rc, what);
+    return out;
+  }
+
+  static void BindPage(Statement& q, const ListOptions& options) {
+    q.Bind(1, static_cast<int64_t>(options.limit < 0 ? -1 : options.limit))
+        .Bind(2, static_cast<int64_t>(options.offset < 0 ? 0 : options.offset));
+  }
+
+  static Result<SummaryRecord> ReadSummary(Connection& c, std::string_view id) {
+    MISSY_ASSIGN_STMT(q, c, std::string("SELECT ") + kSummaryColumns + " FROM summaries WHERE id = ?1");
+    q.Bind(1, id);
+    int rc = q.Step();
+    if (rc == SQLITE_ROW) return SummaryFromRow(q);
+    if (rc == SQLITE_DONE) return Status::NotFound("summary '" + std::string(id) + "' not found", "id");
+    return c.Error(rc, "read summary");
+  }
+
+  Status DeleteById(const char* sql, std::string_view id, std::string_view what) {
+    return Write([&](Connection& c) -> Status {
+      MISSY_ASSIGN_STMT(del, c, sql);
+      del.Bind(1, id);
+      MISSY_RETURN_IF_ERROR(del.Run("delete " + std::string(what)));
+      if (sqlite3_changes(c.db()) == 0) {
+        return Status::NotFound(std::string(what) + " '" + std::string(id) + "' not found", "id");
+      }
+      return Status::Ok();
+    });
+  }
+
+  static Result<int64_t> RequeueExpired(Connection& c, int64_t now_ms) {
+    MISSY_ASSIGN_STMT(q, c,
+                      "UPDATE jobs SET state = 'queued', lease_until_ms = 0, last_error = 'lease expired', "
+                      "updated_at_ms = ?1 WHERE state = 'running' AND lease_until_ms < ?1");
+    q.Bind(1, now_ms);
+    MISSY_RETURN_IF_ERROR(q.Run("requeue expired jobs"));
+    return static_cast<int64_t>(sqlite3_changes(c.db()));
+  }
+
+  // Runs the search on each selected source and appends the hits (score = -bm25).
+  static Status SearchSources(Connection& c, const SearchOptions& o, const std::string& match,
+                              std::vector<MemoryHit>& hits) {
+    const int64_t snippet_tokens = std::clamp(o.snippet_tokens, 1, 64);
+    struct Source {
+      bool enabled;
+      const char* name;
+      const char* sql;
+    };
+    const Source sources[] = {
+        {o.memory, "memory",
+         "SELECT m.id, m.text, bm25(memory_fts) AS r FROM memory_fts JOIN memory_items m ON m.n = memory_fts.rowid "
+         "WHERE memory_fts MATCH ?1 AND (?2 = '' OR m.session_id IS NULL OR m.session_id = ?2) "
+         "AND (?3 = '' OR m.session_id IS NULL OR m.session_id <> ?3) ORDER BY r LIMIT ?5"},
+        {o.summaries, "summary",
+         "SELECT s.id, snippet(summaries_fts, 0, '', '', '...', ?4), bm25(summaries_fts) AS r "
+         "FROM summaries_fts JOIN summaries s ON s.n = summaries_fts.rowid "
+         "WHERE summaries_fts MATCH ?1 AND (?2 = '' OR s.session_id = ?2) AND (?3 = '' OR s.session_id <> ?3) "
+         "ORDER BY r LIMIT ?5"},
+        {o.messages, "message",
+         "SELECT m.session_id || ':' || m.seq, snippet(messages_fts, 0, '', '', '...', ?4), bm25(messages_fts) AS r "
+         "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+         "WHERE messages_fts MATCH ?1 AND (?2 = '' OR m.session_id = ?2) AND (?3 = '' OR m.session_id <> ?3) "
+         "ORDER BY r LIMIT ?5"},
+    };
+    for (const Source& source : sources) {
+      if (!source.enabled) continue;
+      MISSY_ASSIGN_STMT(q, c, source.sql);
+      q.Bind(1, match)
+          .Bind(2, o.session_id)
+          .Bind(3, o.exclude_session_id)
+          .Bind(4, snippet_tokens)
+          .Bind(5, static_cast<int64_t>(o.max_results));
+      int rc;
+      while ((rc = q.Step()) == SQLITE_ROW) {
+        hits.push_back(MemoryHit{source.name, q.Text(0), q.Text(1), -q.Double(2)});
+      }
+      if (rc != SQLITE_DONE) return c.Error(rc, std::string("search ") + source.name);
+    }
+    return Status::Ok();
+  }
+
+  static Result<std::optional<std::string>> ReadMeta(Connection& c, std::string_view key) {
+    MISSY_ASSIGN_STMT(q, c, "SELECT value FROM meta WHERE key = ?1");
+    q.Bind(1, key);
+    int rc = q.Step();
+    if (rc == SQLITE_ROW) return std::optional<std::string>(q.Text(0));
+    if (rc == SQLITE_DONE) return std::optional<std::string>();
+    return c.Error(rc, "read meta");
+  }
+
+  static Status PutMeta(Connection& c, std::string_view key, std::string_view value) {
+    MISSY_ASSIGN_STMT(q, c,
+                      "INSERT INTO meta (key, value) VALUES (?1, ?2) "
+                      "ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+    q.Bind(1, key).Bind(2, value);
+    return q.Run("write meta");
+  }
+
+  // The retention anchor: (seq of the last deleted event, hash of its line), or
+  // (0, 64 zeros) when nothing was ever deleted.
+  static Result<std::pair<int64_t, std::string>> ReadAnchor(Connection& c) {
+    auto seq = ReadMeta(c, "audit_anchor_seq");
+    if (!seq.ok()) return seq.status();
+    auto hash = ReadMeta(c, "audit_anchor_hash");
+    if (!hash.ok()) return hash.status();
+    if (!seq->has_value() || !hash->has_value()) return std::make_pair(int64_t{0}, std::string(kZeroHash));
+    return std::make_pair(static_cast<int64_t>(std::atoll((*seq)->c_str())), **hash);
+  }
+
   // --- Group commit -------------------------------------------------------------
   struct WriteRequest {
     std::function<Status(Connection&)> fn;
@@ -394,13 +1207,7 @@ class SqliteDatabase final : public Database {
     if (rc != SQLITE_DONE) return c.Error(rc, "read audit tail");
     q.Reset();
     // Empty table: start from the retention anchor if events were deleted, else zeros.
-    MISSY_ASSIGN_STMT(anchor, c,
-                      "SELECT (SELECT value FROM meta WHERE key = 'audit_anchor_seq'), "
-                      "(SELECT value FROM meta WHERE key = 'audit_anchor_hash')");
-    rc = anchor.Step();
-    if (rc != SQLITE_ROW) return c.Error(rc, "read audit anchor");
-    if (anchor.IsNull(0) || anchor.IsNull(1)) return std::make_pair(int64_t{0}, std::string(kZeroHash));
-    return std::make_pair(anchor.Int(0), anchor.Text(1));
+    return ReadAnchor(c);
   }
 
   // --- Readers ------------------------------------------------------------------
@@ -454,6 +1261,24 @@ class SqliteDatabase final : public Database {
 };
 
 }  // namespace
+
+SummaryView ToSummaryView(const SummaryRecord& s) {
+  SummaryView v;
+  v.id = s.id;
+  v.depth = s.depth;
+  v.first_seq = s.first_seq;
+  v.last_seq = s.last_seq;
+  v.message_count = s.descendant_count;
+  v.start_ms = s.start_ms;
+  v.end_ms = s.end_ms;
+  v.text = s.content;
+  v.tokens = s.tokens;
+  return v;
+}
+
+Learning ToLearning(const LearningRecord& l) {
+  return Learning{l.id, l.task_type, l.outcome, l.lesson, l.created_at_ms};
+}
 
 int Database::LatestSchemaVersion() { return schema::LatestVersion(); }
 

@@ -54,10 +54,129 @@ CREATE TABLE meta (
 );
 )sql";
 
+// Version 2: summaries, memory items, learnings, the job queue, token calibration,
+// and the importer's map of what it already imported.
+constexpr std::string_view kMigration2 = R"sql(
+CREATE TABLE summaries (
+  n                INTEGER PRIMARY KEY,
+  id               TEXT NOT NULL UNIQUE,
+  session_id       TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  depth            INTEGER NOT NULL DEFAULT 0,
+  content          TEXT NOT NULL,
+  tokens           INTEGER NOT NULL DEFAULT 0,
+  first_seq        INTEGER NOT NULL DEFAULT 0,
+  last_seq         INTEGER NOT NULL DEFAULT 0,
+  child_ids        TEXT NOT NULL DEFAULT '[]',
+  parent_id        TEXT,
+  start_ms         INTEGER NOT NULL DEFAULT 0,
+  end_ms           INTEGER NOT NULL DEFAULT 0,
+  descendant_count INTEGER NOT NULL DEFAULT 0,
+  artifacts        TEXT NOT NULL DEFAULT '{"files":[],"commands":[],"errors":[]}',
+  created_at_ms    INTEGER NOT NULL
+);
+CREATE INDEX summaries_by_session ON summaries (session_id, depth, first_seq);
+CREATE INDEX summaries_by_parent ON summaries (parent_id);
+CREATE INDEX messages_by_summary ON messages (summary_id) WHERE summary_id IS NOT NULL;
+CREATE TABLE memory_items (
+  n             INTEGER PRIMARY KEY,
+  id            TEXT NOT NULL UNIQUE,
+  text          TEXT NOT NULL,
+  tags          TEXT NOT NULL DEFAULT '[]',
+  session_id    TEXT,
+  pinned        INTEGER NOT NULL DEFAULT 0,
+  created_at_ms INTEGER NOT NULL
+);
+CREATE INDEX memory_items_by_session ON memory_items (session_id);
+CREATE TABLE learnings (
+  n             INTEGER PRIMARY KEY,
+  id            TEXT NOT NULL UNIQUE,
+  task_type     TEXT NOT NULL DEFAULT '',
+  outcome       TEXT NOT NULL DEFAULT '',
+  lesson        TEXT NOT NULL,
+  approach      TEXT NOT NULL DEFAULT '[]',
+  session_id    TEXT,
+  created_at_ms INTEGER NOT NULL
+);
+CREATE INDEX learnings_by_time ON learnings (created_at_ms);
+CREATE TABLE jobs (
+  id             INTEGER PRIMARY KEY,
+  kind           TEXT NOT NULL,
+  session_id     TEXT NOT NULL DEFAULT '',
+  state          TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed')),
+  attempts       INTEGER NOT NULL DEFAULT 0,
+  payload        TEXT NOT NULL DEFAULT '{}',
+  next_run_at_ms INTEGER NOT NULL DEFAULT 0,
+  lease_until_ms INTEGER NOT NULL DEFAULT 0,
+  last_error     TEXT NOT NULL DEFAULT '',
+  created_at_ms  INTEGER NOT NULL,
+  updated_at_ms  INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX jobs_one_active ON jobs (session_id, kind) WHERE state IN ('queued', 'running');
+CREATE INDEX jobs_by_state ON jobs (state, next_run_at_ms);
+CREATE TABLE calibration (
+  model         TEXT PRIMARY KEY NOT NULL,
+  ratio         REAL NOT NULL,
+  samples       INTEGER NOT NULL DEFAULT 0,
+  updated_at_ms INTEGER NOT NULL
+);
+CREATE TABLE imported (
+  source    TEXT NOT NULL,
+  source_id TEXT NOT NULL,
+  target    TEXT NOT NULL,
+  PRIMARY KEY (source, source_id)
+);
+)sql";
+
+// Version 3: FTS5 external-content indexes over memory items, message text and
+// summaries, kept in sync by triggers; rebuilt from the existing rows.
+constexpr std::string_view kMigration3 = R"sql(
+CREATE VIRTUAL TABLE memory_fts USING fts5 (
+  text, tags, content='memory_items', content_rowid='n', tokenize='unicode61 remove_diacritics 2');
+CREATE TRIGGER memory_items_ai AFTER INSERT ON memory_items BEGIN
+  INSERT INTO memory_fts (rowid, text, tags) VALUES (new.n, new.text, new.tags);
+END;
+CREATE TRIGGER memory_items_ad AFTER DELETE ON memory_items BEGIN
+  INSERT INTO memory_fts (memory_fts, rowid, text, tags) VALUES ('delete', old.n, old.text, old.tags);
+END;
+CREATE TRIGGER memory_items_au AFTER UPDATE OF text, tags ON memory_items BEGIN
+  INSERT INTO memory_fts (memory_fts, rowid, text, tags) VALUES ('delete', old.n, old.text, old.tags);
+  INSERT INTO memory_fts (rowid, text, tags) VALUES (new.n, new.text, new.tags);
+END;
+INSERT INTO memory_fts (memory_fts) VALUES ('rebuild');
+
+CREATE VIRTUAL TABLE messages_fts USING fts5 (
+  text, content='messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
+CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+  INSERT INTO messages_fts (rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+  INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+CREATE TRIGGER messages_au AFTER UPDATE OF text ON messages BEGIN
+  INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+  INSERT INTO messages_fts (rowid, text) VALUES (new.id, new.text);
+END;
+INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
+
+CREATE VIRTUAL TABLE summaries_fts USING fts5 (
+  content, content='summaries', content_rowid='n', tokenize='unicode61 remove_diacritics 2');
+CREATE TRIGGER summaries_ai AFTER INSERT ON summaries BEGIN
+  INSERT INTO summaries_fts (rowid, content) VALUES (new.n, new.content);
+END;
+CREATE TRIGGER summaries_ad AFTER DELETE ON summaries BEGIN
+  INSERT INTO summaries_fts (summaries_fts, rowid, content) VALUES ('delete', old.n, old.content);
+END;
+CREATE TRIGGER summaries_au AFTER UPDATE OF content ON summaries BEGIN
+  INSERT INTO summaries_fts (summaries_fts, rowid, content) VALUES ('delete', old.n, old.content);
+  INSERT INTO summaries_fts (rowid, content) VALUES (new.n, new.content);
+END;
+INSERT INTO summaries_fts (summaries_fts) VALUES ('rebuild');
+)sql";
+
 }  // namespace
 
 const std::vector<std::string_view>& Migrations() {
-  static const std::vector<std::string_view> kMigrations = {kMigration1};
+  static const std::vector<std::string_view> kMigrations = {kMigration1, kMigration2, kMigration3};
   return kMigrations;
 }
 

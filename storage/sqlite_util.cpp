@@ -64,7 +64,9 @@ Statement& Statement::Bind(int index, double value) {
 }
 
 Statement& Statement::Bind(int index, std::string_view value) {
-  sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  // An empty string_view may have a null data(), which SQLite would bind as NULL.
+  sqlite3_bind_text64(stmt_, index, value.data() != nullptr ? value.data() : "", value.size(),
+                      SQLITE_TRANSIENT, SQLITE_UTF8);
   return *this;
 }
 

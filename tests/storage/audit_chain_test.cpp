@@ -1,0 +1,180 @@
+// The audit log's hash chain, verification and retention (storage/database.cpp).
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "storage/database.h"
+#include "storage/sqlite_util.h"
+#include "storage_test_util.h"
+#include "test_util.h"
+
+namespace missy {
+namespace {
+
+using ::missy::testing::OpenDbOrDie;
+using ::missy::testing::RawExec;
+using ::missy::testing::TempDir;
+
+class AuditChainTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.Join("m.db");
+    db_ = OpenDbOrDie(path_);
+    ASSERT_TRUE(db_);
+    for (int i = 1; i <= 10; ++i) Append(i * 1000);
+  }
+
+  AuditEvent Append(int64_t ts) {
+    AuditEvent e;
+    e.timestamp_ms = ts;
+    e.session_id = "s";
+    e.event_type = "context.built";
+    e.category = "context";
+    e.result = "allow";
+    e.detail_json = R"({"ts":)" + std::to_string(ts) + "}";
+    auto r = db_->AppendAuditEvent(e);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : AuditEvent{};
+  }
+
+  AuditVerifyReport Verify() {
+    auto r = db_->VerifyAuditChain();
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : AuditVerifyReport{};
+  }
+
+  TempDir dir_;
+  std::string path_;
+  std::unique_ptr<Database> db_;
+};
+
+TEST_F(AuditChainTest, IntactChainVerifies) {
+  auto report = Verify();
+  EXPECT_TRUE(report.ok) << report.reason;
+  EXPECT_EQ(report.checked, 10);
+  EXPECT_EQ(report.first_seq, 1);
+  EXPECT_EQ(report.last_seq, 10);
+  EXPECT_EQ(report.broken_seq, 0);
+}
+
+TEST_F(AuditChainTest, DetectsAnEditedEvent) {
+  RawExec(path_, "UPDATE audit_events SET result = 'deny' WHERE seq = 4");
+  auto report = Verify();
+  EXPECT_FALSE(report.ok);
+  EXPECT_EQ(report.broken_seq, 5);  // event 5 no longer chains to the edited event 4
+  EXPECT_NE(report.reason.find("event 4"), std::string::npos) << report.reason;
+}
+
+TEST_F(AuditChainTest, DetectsAnEditedDetail) {
+  RawExec(path_, R"(UPDATE audit_events SET detail_json = '{"ts":1}' WHERE seq = 2)");
+  EXPECT_EQ(Verify().broken_seq, 3);
+}
+
+TEST_F(AuditChainTest, DetectsAnEditedLastEvent) {
+  RawExec(path_, "UPDATE audit_events SET event_type = 'x' WHERE seq = 10");
+  auto report = Verify();
+  EXPECT_FALSE(report.ok);
+  EXPECT_EQ(report.broken_seq, 10);
+}
+
+TEST_F(AuditChainTest, DetectsADeletedEvent) {
+  RawExec(path_, "DELETE FROM audit_events WHERE seq = 6");
+  auto report = Verify();
+  EXPECT_FALSE(report.ok);
+  EXPECT_EQ(report.broken_seq, 6);
+  EXPECT_NE(report.reason.find("missing"), std::string::npos) << report.reason;
+}
+
+TEST_F(AuditChainTest, DetectsADeletedLastEvent) {
+  RawExec(path_, "DELETE FROM audit_events WHERE seq = 10");
+  EXPECT_EQ(Verify().broken_seq, 10);
+}
+
+TEST_F(AuditChainTest, DetectsAnInsertedEvent) {
+  // Make room after event 3 and insert a forged event 4 that even carries the right
+  // prev hash; the old event 4 (now 5) no longer chains to it.
+  auto events = db_->AuditSince(0, 100);
+  ASSERT_TRUE(events.ok());
+  AuditEvent forged = (*events)[2];
+  forged.seq = 4;
+  forged.event_type = "forged";
+  forged.prev_chain_hash = sqlite::Sha256Hex(AuditEventToJsonLine((*events)[2]));
+  RawExec(path_,
+          "UPDATE audit_events SET seq = seq + 100 WHERE seq >= 4;"
+          "UPDATE audit_events SET seq = seq - 99 WHERE seq >= 104;"
+          "INSERT INTO audit_events (seq, timestamp_ms, session_id, task_id, event_type, category, result, "
+          "detail_json, prev_chain_hash) VALUES (4, 1, 's', '', 'forged', 'context', 'allow', '{\"ts\":3000}', '" +
+              forged.prev_chain_hash + "')");
+  auto report = Verify();
+  EXPECT_FALSE(report.ok);
+  EXPECT_EQ(report.checked, 11);
+  EXPECT_EQ(report.broken_seq, 5);
+}
+
+TEST_F(AuditChainTest, DetectsAnAppendedForgery) {
+  auto events = db_->AuditSince(0, 100);
+  const std::string prev = sqlite::Sha256Hex(AuditEventToJsonLine(events->back()));
+  RawExec(path_,
+          "INSERT INTO audit_events (seq, timestamp_ms, event_type, prev_chain_hash) VALUES (11, 1, 'forged', '" +
+              prev + "')");
+  auto report = Verify();
+  EXPECT_FALSE(report.ok);
+  EXPECT_EQ(report.broken_seq, 11);
+}
+
+TEST_F(AuditChainTest, RetentionByCountKeepsTheChainVerifiable) {
+  auto deleted = db_->PruneAuditEvents(AuditRetention{4, 0});
+  ASSERT_TRUE(deleted.ok()) << deleted.status().ToString();
+  EXPECT_EQ(*deleted, 6);
+  auto report = Verify();
+  EXPECT_TRUE(report.ok) << report.reason;
+  EXPECT_EQ(report.first_seq, 7);
+  EXPECT_EQ(report.checked, 4);
+  auto next = Append(11000);
+  EXPECT_EQ(next.seq, 11);
+  EXPECT_TRUE(Verify().ok);
+  // And tampering after retention is still caught.
+  RawExec(path_, "UPDATE audit_events SET result = 'deny' WHERE seq = 7");
+  EXPECT_EQ(Verify().broken_seq, 8);
+}
+
+TEST_F(AuditChainTest, RetentionByAgeDeletesOnlyAPrefix) {
+  auto deleted = db_->PruneAuditEvents(AuditRetention{0, 5500});  // events at 1000..5000 are old
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(*deleted, 5);
+  auto rest = db_->AuditSince(0, 100);
+  ASSERT_EQ(rest->size(), 5u);
+  EXPECT_EQ(rest->front().seq, 6);
+  EXPECT_TRUE(Verify().ok);
+  EXPECT_EQ(*db_->PruneAuditEvents(AuditRetention{0, 5500}), 0);  // idempotent
+}
+
+TEST_F(AuditChainTest, DeletingEverythingKeepsSeqAndChainAcrossReopen) {
+  ASSERT_EQ(*db_->PruneAuditEvents(AuditRetention{0, 999999}), 10);
+  EXPECT_TRUE(Verify().ok);
+  db_.reset();
+  db_ = OpenDbOrDie(path_);
+  auto next = Append(20000);
+  EXPECT_EQ(next.seq, 11);
+  EXPECT_NE(next.prev_chain_hash, std::string(64, '0'));
+  auto report = Verify();
+  EXPECT_TRUE(report.ok) << report.reason;
+  EXPECT_EQ(report.first_seq, 11);
+}
+
+TEST_F(AuditChainTest, ConcurrentAppendsFormOneChain) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 25; ++i) Append(50000 + i);
+    });
+  }
+  for (auto& th : threads) th.join();
+  auto report = Verify();
+  EXPECT_TRUE(report.ok) << report.reason;
+  EXPECT_EQ(report.checked, 210);
+  EXPECT_EQ(report.last_seq, 210);
+}
+
+}  // namespace
+}  // namespace missy
