@@ -470,6 +470,10 @@ Result<DaemonConfig> ParseConfig(std::string_view yaml_text, const std::string& 
 }
 
 Result<DaemonConfig> LoadConfigFile(const std::string& path, const std::string& missy_home) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument(path + ": not a regular file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;

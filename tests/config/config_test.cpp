@@ -513,6 +513,10 @@ TEST(ConfigTest, LoadConfigFileNamesTheFile) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message().rfind(path + ": line ", 0), 0u) << r.status().message();
 
+  r = LoadConfigFile(dir.path(), dir.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), dir.path() + ": not a regular file");
+
   WriteFileOrDie(path, "context:\n  socket: s.sock\n");
   r = LoadConfigFile(path, dir.path());
   ASSERT_TRUE(r.ok()) << r.status().message();
