@@ -16,7 +16,8 @@ PruneDecision DecidePruning(std::span<const PruneEntry> entries, const PruningOp
     if (user_turns < options.protect_user_turns) continue;
     if (e.role != Role::kTool || e.already_pruned) continue;
     tool_total += e.tokens;
-    if (tool_total > options.protect_tool_tokens) {
+    // A result smaller than the placeholder is never worth pruning.
+    if (tool_total > options.protect_tool_tokens && e.pruned_tokens < e.tokens) {
       candidates.push_back(e.seq);
       out.candidate_freed_tokens += std::max<int64_t>(0, e.tokens - e.pruned_tokens);
     }

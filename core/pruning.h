@@ -41,7 +41,8 @@ struct PruneDecision {
 
 // Walks from the newest message back: skips everything from the protect_user_turns-th
 // last user message on; then counts tool output (not already pruned) and marks as
-// candidates the results once the running total exceeds protect_tool_tokens. Already
+// candidates the results once the running total exceeds protect_tool_tokens (a result
+// no larger than its placeholder is never a candidate). Already
 // pruned results are skipped (they count neither toward the protected total nor freed).
 PruneDecision DecidePruning(std::span<const PruneEntry> entries, const PruningOptions& options);
 
