@@ -37,6 +37,7 @@ namespace {
 
 constexpr char kMemoryHeading[] = "## Relevant Memory";
 constexpr char kLearningsHeading[] = "## Past Learnings";
+constexpr int64_t kTruncationSlack = 16;
 
 // One sendable message of the sanitized history (or the new message).
 struct Entry {
@@ -250,6 +251,17 @@ Result<AssembledContext> AssembleContext(const ContextInput& in, const MessageTo
   auto pruned_cost = [&](const Entry& e) {
     return counter.CountMessage(PrunedMessage(*e.msg));
   };
+  // What a message costs once sent, without rendering it: rule 6 caps a long tool output
+  // at tool_output_max_tokens (+ kTruncationSlack for framing), pruned ones cost the
+  // placeholder. Used for the demand, the zone and the pruning decision, so that they
+  // reflect the context rather than storage.
+  auto sent_estimate = [&](const Entry& e) {
+    if (e.pruned) return pruned_cost(e);
+    if (e.msg->role == Role::kTool) {
+      return std::min(e.stored_tokens, in.tool_output_max_tokens + kTruncationSlack);
+    }
+    return e.stored_tokens;
+  };
   const int64_t full_history_budget = b.HistoryBudget(r.available);
   r.threshold_tokens =
       static_cast<int64_t>(static_cast<double>(full_history_budget) * in.threshold_pct);
@@ -258,7 +270,7 @@ Result<AssembledContext> AssembleContext(const ContextInput& in, const MessageTo
     if (covered_any[i]) continue;
     const Entry& e = entries[i];
     if (!e.is_new) ++r.uncovered_messages;
-    demand += e.pruned ? pruned_cost(e) : e.stored_tokens;
+    demand += sent_estimate(e);
   }
 
   // 5. Old tool output pruning (rule 5), decided over the uncovered history.
@@ -271,9 +283,9 @@ Result<AssembledContext> AssembleContext(const ContextInput& in, const MessageTo
       PruneEntry p;
       p.seq = e.seq;
       p.role = e.msg->role;
-      p.tokens = e.stored_tokens;
+      p.tokens = sent_estimate(e);
       p.already_pruned = e.pruned;
-      p.pruned_tokens = (p.role == Role::kTool && !e.pruned) ? pruned_cost(e) : e.stored_tokens;
+      p.pruned_tokens = (p.role == Role::kTool && !e.pruned) ? pruned_cost(e) : p.tokens;
       prune_entries.push_back(p);
       prune_index.push_back(i);
     }

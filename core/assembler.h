@@ -104,7 +104,9 @@ struct ContextReport {
   bool should_summarize = false;
   // Added by the context engine (issue 4):
   int64_t system_message_tokens = 0;  // the enriched system message as sent (0: none sent)
-  int64_t history_demand_tokens = 0;  // uncovered history + new message, as rendered stored
+  int64_t history_demand_tokens = 0;  // uncovered history + new message as it would be sent
+                                      // (long tool outputs at their cap, pruned ones as
+                                      // the placeholder); drives zone and pruning
   int64_t threshold_tokens = 0;       // threshold_pct x full-share history budget
   int64_t uncovered_messages = 0;     // history messages no given summary covers
   int64_t covered_messages = 0;       // not repeated: an included summary covers them
