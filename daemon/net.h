@@ -12,7 +12,10 @@
 //  - Broadcast: each subscriber has a bounded outgoing buffer; one that falls behind is
 //    sent a gap notice line (best effort) and disconnected. Publish never blocks.
 //  - Stop(): stop accepting, let in-flight requests finish for up to `grace`, then
-//    cancel everything; Run() returns after that.
+//    cancel everything; Run() returns after that. Socket files are removed on shutdown
+//    (only if they are still the ones this server bound).
+//  - Handlers run on the event-loop threads, one request at a time per connection; they
+//    may block briefly. An exception escaping a handler becomes a 500 JSON error.
 #pragma once
 
 #include <chrono>
@@ -45,10 +48,14 @@ struct HttpResponse {
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 // A subscriber's first line (optional, within 1 s of connecting) may be a JSON object
-// {"since": SEQ, "types": ["context.built", ...]}; the callback returns the backlog lines
-// to send first (already filtered). Lines published later are filtered by `types`.
+// {"since": SEQ, "types": ["context.built", ...]} (an empty line or `{}`: live only, no
+// wait). The callback returns the backlog lines to send first: events with seq > since,
+// oldest first, already filtered by `types`; each line is a JSON object with a top-level
+// "seq". Lines published later are filtered by `types` and sent only if their seq is
+// greater than both `since` and the last backlog seq, so there is no duplicate and no gap.
+// A malformed first line gets one {"event_type":"audit.error",...} line and is closed.
 struct SubscribeRequest {
-  int64_t since = -1;  // -1: live only
+  int64_t since = -1;  // -1: live only; 0: everything retained
   std::vector<std::string> types;  // empty: all
 };
 using BacklogProvider = std::function<std::vector<std::string>(const SubscribeRequest&)>;
@@ -61,6 +68,7 @@ struct NetOptions {
   std::chrono::milliseconds read_timeout{30000};
   size_t subscriber_buffer_bytes = 4 * 1024 * 1024;
   int handler_threads = 2;  // event-loop threads (handlers run on them)
+  std::chrono::milliseconds shutdown_grace{5000};  // Stop() grace used on SIGINT/SIGTERM
   std::function<void(const std::string& what, uint32_t uid, int32_t pid)> on_security_event;
 };
 
@@ -76,7 +84,8 @@ class NetServer {
   virtual void Run() = 0;
   // Thread-safe; idempotent.
   virtual void Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(5000)) = 0;
-  // SIGINT/SIGTERM -> Stop(); SIGHUP -> on_reload (called on a loop thread).
+  // SIGINT/SIGTERM -> Stop(options.shutdown_grace); SIGHUP -> on_reload (called on a
+  // loop thread). Call before Run(); signals are caught from this call on.
   virtual void HandleSignals(std::function<void()> on_reload) = 0;
 
   // Broadcast one line (no trailing newline) with its event type (for filtering) and
@@ -84,8 +93,11 @@ class NetServer {
   virtual void Publish(int64_t seq, const std::string& event_type, std::string line) = 0;
   virtual size_t SubscriberCount() const = 0;
 
-  // Runs `fn` every `period` on the loop (watchdog, maintenance).
+  // Runs `fn` every `period` on the loop (watchdog, maintenance), until Stop().
   virtual void Every(std::chrono::milliseconds period, std::function<void()> fn) = 0;
 };
+
+// The peer-credential rule applied to every accepted connection.
+bool PeerAllowed(uint32_t peer_uid, uint32_t self_uid);
 
 }  // namespace missy

@@ -1,0 +1,98 @@
+// A small blocking HTTP/1.1 client and an NDJSON line reader over Unix sockets, written
+// with plain POSIX calls (no Asio/Beast), for missyctl and the integration tests.
+//
+// Guarantees: every call is bounded by its timeout (connect, write and read included);
+// errors are returned as Status (kUnavailable for connection problems and timeouts,
+// kInvalidArgument for bad arguments, kCorruption for a response that is not valid
+// HTTP). SIGPIPE is never raised. Objects are movable, not copyable, and not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace missy {
+
+struct ClientResponse {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+};
+
+// One request on a fresh connection ("Connection: close").
+Result<ClientResponse> UnixHttpCall(const std::string& socket_path, const std::string& method,
+                                    const std::string& target, const std::string& body = {},
+                                    std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+// A keep-alive connection reused across calls. Call() connects on first use and
+// reconnects once, transparently, when the server closed an idle reused connection
+// before answering.
+class UnixHttpConnection {
+ public:
+  UnixHttpConnection() = default;
+  explicit UnixHttpConnection(std::string socket_path) : path_(std::move(socket_path)) {}
+  ~UnixHttpConnection();
+  UnixHttpConnection(UnixHttpConnection&& other) noexcept;
+  UnixHttpConnection& operator=(UnixHttpConnection&& other) noexcept;
+  UnixHttpConnection(const UnixHttpConnection&) = delete;
+  UnixHttpConnection& operator=(const UnixHttpConnection&) = delete;
+
+  Status Connect(const std::string& socket_path,
+                 std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  bool connected() const { return fd_ >= 0; }
+  void Close();
+
+  // Sends a request (Content-Type application/json when `body` is not empty).
+  Result<ClientResponse> Call(const std::string& method, const std::string& target,
+                              const std::string& body = {},
+                              std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Sends `bytes` as they are and reads one response (tests of malformed requests).
+  // Never retried. A server that closes while we still write is fine as long as it
+  // answered first (413 on a body that is too large).
+  Result<ClientResponse> SendRaw(std::string_view bytes,
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+ private:
+  Result<ClientResponse> RoundTrip(std::string_view bytes, std::chrono::steady_clock::time_point
+                                   deadline, bool* nothing_received);
+
+  std::string path_;
+  int fd_ = -1;
+  std::string buf_;  // bytes read past the previous response
+  bool reused_ = false;  // at least one response was read on this connection
+};
+
+// A client of the audit socket: one NDJSON line at a time.
+class LineSubscriber {
+ public:
+  LineSubscriber() = default;
+  ~LineSubscriber();
+  LineSubscriber(LineSubscriber&& other) noexcept;
+  LineSubscriber& operator=(LineSubscriber&& other) noexcept;
+  LineSubscriber(const LineSubscriber&) = delete;
+  LineSubscriber& operator=(const LineSubscriber&) = delete;
+
+  // Connects and, unless `first_line` is empty, sends it followed by '\n'
+  // (e.g. {"since":0,"types":["context.built"]}; `{}` asks for live events without the
+  // server's 1 s wait for a first line).
+  Status Connect(const std::string& socket_path, const std::string& first_line = {},
+                 std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // The next complete line without its '\n'. kUnavailable on timeout (timed_out() is
+  // then true) or when the server closed the connection (eof() is then true); a partial
+  // last line before EOF is discarded.
+  Result<std::string> ReadLine(std::chrono::milliseconds timeout);
+  bool eof() const { return eof_; }
+  bool timed_out() const { return timed_out_; }
+  void Close();
+
+ private:
+  int fd_ = -1;
+  std::string buf_;
+  bool eof_ = false;
+  bool timed_out_ = false;
+};
+
+}  // namespace missy
