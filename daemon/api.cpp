@@ -201,6 +201,15 @@ json::array FlagNames(uint32_t flags) {
   return out;
 }
 
+// A missing session is named by the path, not by a body field.
+Result<Session> FindSession(Database& db, const std::string& id) {
+  Result<Session> session = db.GetSession(id);
+  if (!session.ok() && session.status().code() == StatusCode::kNotFound) {
+    return Status::NotFound("session '" + id + "' not found");
+  }
+  return session;
+}
+
 }  // namespace
 
 Api::Api(ApiDeps deps, std::shared_ptr<const DaemonConfig> config)
@@ -401,7 +410,7 @@ HttpResponse Api::ListSessions(const HttpRequest& req) {
 }
 
 HttpResponse Api::GetSession(const HttpRequest& req, const std::string& id) {
-  Result<Session> session = deps_.db->GetSession(id);
+  Result<Session> session = FindSession(*deps_.db, id);
   if (!session.ok()) return Error(req, session.status(), id);
   return JsonResponse(200, SessionToJson(*session));
 }
@@ -422,7 +431,7 @@ HttpResponse Api::AppendMessages(const HttpRequest& req, const std::string& id) 
     return Error(req, Status::PayloadTooLarge("at most " + std::to_string(kMaxBatch) +
                                               " messages per append"), id);
   }
-  Result<Session> session = deps_.db->GetSession(id);
+  Result<Session> session = FindSession(*deps_.db, id);
   if (!session.ok()) return Error(req, session.status(), id);
   const MessageTokenCounter counter = CounterFor(*session);
 
@@ -437,7 +446,7 @@ HttpResponse Api::AppendMessages(const HttpRequest& req, const std::string& id) 
   std::lock_guard<std::mutex> lock(SessionLock(id));
   Result<std::vector<StoredMessage>> stored = deps_.db->AppendMessages(id, batch, deps_.clock_ms());
   if (!stored.ok()) return Error(req, stored.status(), id);
-  Result<Session> after = deps_.db->GetSession(id);
+  Result<Session> after = FindSession(*deps_.db, id);
   if (!after.ok()) return Error(req, after.status(), id);
 
   json::array rows;
@@ -468,7 +477,7 @@ HttpResponse Api::ListMessages(const HttpRequest& req, const std::string& id) {
   Status st = QueryInt(t, "after", 0, int64_t{1} << 62, after);
   if (st.ok()) st = QueryInt(t, "limit", 1, 10000, limit);
   if (!st.ok()) return Error(req, st, id);
-  Result<Session> session = deps_.db->GetSession(id);
+  Result<Session> session = FindSession(*deps_.db, id);
   if (!session.ok()) return Error(req, session.status(), id);
   Result<std::vector<StoredMessage>> stored = deps_.db->LoadMessages(id, after, limit);
   if (!stored.ok()) return Error(req, stored.status(), id);
@@ -491,7 +500,7 @@ HttpResponse Api::BuildContext(const HttpRequest& req, const std::string& id) {
   Status st = CheckKnownKeys(o, {"message", "context_window", "max_output_tokens"});
   if (!st.ok()) return Error(req, st, id);
 
-  Result<Session> session = deps_.db->GetSession(id);
+  Result<Session> session = FindSession(*deps_.db, id);
   if (!session.ok()) return Error(req, session.status(), id);
   auto cfg = config();
   const MessageTokenCounter counter = CounterFor(*session);
