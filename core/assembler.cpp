@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <limits>
+#include <memory>
 
 #include <boost/json.hpp>
 
@@ -46,10 +47,10 @@ struct Entry {
   int64_t stored_tokens = 0;
   bool pruned = false;  // render with the placeholder
   bool is_new = false;
-  // Rendering cache for one cap.
+  // Rendering cache for one cap (entries stay small: most are never rendered).
   int64_t cap = -1;
   bool changed = false;
-  Message rendered;
+  std::unique_ptr<Message> rendered;  // set when changed
   int64_t tokens = 0;
 };
 
@@ -82,24 +83,25 @@ class Renderer {
     e.cap = cap;
     e.changed = false;
     if (e.pruned) {
-      e.rendered = PrunedMessage(*e.msg);
+      e.rendered = std::make_unique<Message>(PrunedMessage(*e.msg));
       e.changed = true;
-      e.tokens = counter_.CountMessage(e.rendered);
+      e.tokens = counter_.CountMessage(*e.rendered);
       return;
     }
     if (e.msg->role == Role::kTool && e.stored_tokens > cap) {
       TruncatedText t = TruncateMiddleOut(e.msg->PlainText(), cap, counter_);
       if (t.truncated) {
-        e.rendered = WithText(*e.msg, std::move(t.text));
+        e.rendered = std::make_unique<Message>(WithText(*e.msg, std::move(t.text)));
         e.changed = true;
-        e.tokens = counter_.CountMessage(e.rendered);
+        e.tokens = counter_.CountMessage(*e.rendered);
         return;
       }
     }
+    e.rendered.reset();
     e.tokens = e.stored_tokens;
   }
 
-  const Message& Out(const Entry& e) const { return e.changed ? e.rendered : *e.msg; }
+  const Message& Out(const Entry& e) const { return e.changed ? *e.rendered : *e.msg; }
 
  private:
   const MessageTokenCounter& counter_;
@@ -248,8 +250,12 @@ Result<AssembledContext> AssembleContext(const ContextInput& in, const MessageTo
   }
 
   // 4. Demand and thresholds (stored sizes; sticky pruning applied).
+  // CountMessage(PrunedMessage(m)) without building it (a string-content tool message:
+  // overhead + placeholder + tool_call_id + name); rendering counts the real message.
+  const int64_t placeholder_tokens = counter.CountText(kPrunedPlaceholder);
   auto pruned_cost = [&](const Entry& e) {
-    return counter.CountMessage(PrunedMessage(*e.msg));
+    return counter.options().per_message_overhead + placeholder_tokens +
+           counter.CountText(e.msg->tool_call_id) + counter.CountText(e.msg->name);
   };
   // What a message costs once sent, without rendering it: rule 6 caps a long tool output
   // at tool_output_max_tokens (+ kTruncationSlack for framing), pruned ones cost the
@@ -276,6 +282,7 @@ Result<AssembledContext> AssembleContext(const ContextInput& in, const MessageTo
   // 5. Old tool output pruning (rule 5), decided over the uncovered history.
   if (demand > r.threshold_tokens && in.pruning.enabled) {
     std::vector<PruneEntry> prune_entries;
+    prune_entries.reserve(n_hist_entries);
     std::vector<size_t> prune_index;
     for (size_t i = 0; i < n_hist_entries; ++i) {
       if (covered_any[i]) continue;
