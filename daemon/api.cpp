@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "core/assembler.h"
+#include "core/calibration.h"
 #include "core/model_table.h"
+#include "core/sanitizer.h"
 
 namespace missy {
 
@@ -192,6 +194,88 @@ json::object SessionToJson(const Session& s) {
   };
 }
 
+json::array FlagNames(uint32_t flags);
+
+json::object StoredMessageToJson(const StoredMessage& m) {
+  json::object o = MessageToJson(m.message);
+  o["seq"] = m.seq;
+  o["tokens"] = m.tokens;
+  o["created_at"] = FormatIsoTimestampMs(m.created_at_ms);
+  if (m.flags != kFlagNone) o["flags"] = FlagNames(m.flags);
+  return o;
+}
+
+json::array StringsToJson(const std::vector<std::string>& v) {
+  json::array out;
+  for (const std::string& s : v) out.push_back(json::string(s));
+  return out;
+}
+
+json::object SummaryToJson(const SummaryRecord& r) {
+  return json::object{{"id", r.id},
+                      {"session_id", r.session_id},
+                      {"depth", r.depth},
+                      {"content", r.content},
+                      {"tokens", r.tokens},
+                      {"first_seq", r.first_seq},
+                      {"last_seq", r.last_seq},
+                      {"child_ids", StringsToJson(r.child_ids)},
+                      {"parent_id", r.parent_id},
+                      {"start", FormatIsoTimestampMs(r.start_ms)},
+                      {"end", FormatIsoTimestampMs(r.end_ms)},
+                      {"descendant_count", r.descendant_count},
+                      {"artifacts", ParseStoredJson(r.artifacts_json, json::object{})}};
+}
+
+json::object MemoryToJson(const MemoryItem& m) {
+  return json::object{{"id", m.id},
+                      {"text", m.text},
+                      {"tags", StringsToJson(m.tags)},
+                      {"session_id", m.session_id},
+                      {"pinned", m.pinned},
+                      {"created_at", FormatIsoTimestampMs(m.created_at_ms)}};
+}
+
+json::object LearningToJson(const LearningRecord& l) {
+  return json::object{{"id", l.id},
+                      {"task_type", l.task_type},
+                      {"outcome", l.outcome},
+                      {"lesson", l.lesson},
+                      {"approach", StringsToJson(l.approach)},
+                      {"session_id", l.session_id},
+                      {"created_at", FormatIsoTimestampMs(l.created_at_ms)}};
+}
+
+json::object JobToJson(const Job& j) {
+  return json::object{{"id", j.id},
+                      {"kind", j.kind},
+                      {"session_id", j.session_id},
+                      {"state", j.state},
+                      {"attempts", j.attempts},
+                      {"payload", ParseStoredJson(j.payload_json, json::object{})},
+                      {"next_run_at", FormatIsoTimestampMs(j.next_run_at_ms)},
+                      {"lease_until", j.lease_until_ms ? json::value(FormatIsoTimestampMs(j.lease_until_ms)) : json::value(nullptr)},
+                      {"last_error", j.last_error},
+                      {"created_at", FormatIsoTimestampMs(j.created_at_ms)},
+                      {"updated_at", FormatIsoTimestampMs(j.updated_at_ms)}};
+}
+
+// An optional array of strings (tags, approach).
+Status OptStrings(const json::object& o, std::string_view key, std::vector<std::string>& out) {
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr || v->is_null()) return Status::Ok();
+  if (!v->is_array()) return Status::InvalidArgument("expected an array of strings", std::string(key));
+  for (size_t i = 0; i < v->get_array().size(); ++i) {
+    const json::value& e = v->get_array()[i];
+    if (!e.is_string()) {
+      return Status::InvalidArgument("expected a string",
+                                     std::string(key) + "[" + std::to_string(i) + "]");
+    }
+    out.emplace_back(e.get_string().begin(), e.get_string().end());
+  }
+  return Status::Ok();
+}
+
 json::array FlagNames(uint32_t flags) {
   json::array out;
   if (flags & kFlagPruned) out.push_back("pruned");
@@ -237,10 +321,41 @@ MessageTokenCounter Api::CounterFor(const Session& session) const {
   auto cfg = config();
   MessageCountingOptions options;
   options.image_tokens = cfg->image_tokens;
+  std::string encoding = "o200k_base";  // models without an offline tokenizer: o200k x factor
   if (std::optional<ModelSpec> spec = cfg->models.Lookup(session.model)) {
     options.factor = spec->factor;
+    encoding = spec->encoding;
+  }
+  if (cfg->tokenizer == TokenizerMode::kHeuristic) encoding = "heuristic";
+  if (deps_.tokenizers != nullptr) {
+    Result<std::shared_ptr<const TokenCounter>> counter = deps_.tokenizers->Get(encoding);
+    if (counter.ok()) return MessageTokenCounter(*counter, options);
+    spdlog::warn("tokenizer {} unavailable, counting heuristically: {}", encoding,
+                 counter.status().message());
   }
   return MessageTokenCounter(heuristic_, options);
+}
+
+std::string Api::CalibrationKey(const Session& session) {
+  return session.model.empty() ? std::string("default") : session.model;
+}
+
+void Api::RememberContext(const std::string& context_id, IssuedContext context) {
+  constexpr size_t kRemembered = 4096;
+  std::lock_guard<std::mutex> lock(contexts_mu_);
+  contexts_[context_id] = std::move(context);
+  context_order_.push_back(context_id);
+  while (context_order_.size() > kRemembered) {
+    contexts_.erase(context_order_.front());
+    context_order_.pop_front();
+  }
+}
+
+std::optional<Api::IssuedContext> Api::FindContext(const std::string& context_id) {
+  std::lock_guard<std::mutex> lock(contexts_mu_);
+  auto it = contexts_.find(context_id);
+  if (it == contexts_.end()) return std::nullopt;
+  return it->second;
 }
 
 HttpResponse Api::Error(const HttpRequest& req, const Status& status, std::string_view session_id) {
@@ -290,6 +405,38 @@ HttpResponse Api::Handle(const HttpRequest& req) {
     if (s.size() == 2 && s[1] == "audit") {
       return req.method == "GET" ? Audit(req) : method_not_allowed("GET");
     }
+    if (s.size() == 3 && s[1] == "audit" && s[2] == "verify") {
+      return req.method == "GET" ? VerifyAudit(req) : method_not_allowed("GET");
+    }
+    if (s[1] == "memory") {
+      if (s.size() == 2) {
+        if (req.method == "POST") return AddMemory(req);
+        if (req.method == "GET") return ListMemory(req);
+        return method_not_allowed("GET, POST");
+      }
+      if (s.size() == 3 && s[2] == "search") {
+        return req.method == "GET" ? SearchMemory(req) : method_not_allowed("GET");
+      }
+      if (s.size() == 3) {
+        if (req.method == "GET") return GetMemory(req, s[2]);
+        if (req.method == "DELETE") return DeleteMemory(req, s[2]);
+        return method_not_allowed("GET, DELETE");
+      }
+    }
+    if (s.size() == 2 && s[1] == "learnings") {
+      if (req.method == "POST") return AddLearning(req);
+      if (req.method == "GET") return ListLearnings(req);
+      return method_not_allowed("GET, POST");
+    }
+    if (s.size() == 2 && s[1] == "jobs") {
+      return req.method == "GET" ? ListJobs(req) : method_not_allowed("GET");
+    }
+    if (s.size() == 3 && s[1] == "summaries") {
+      return req.method == "GET" ? GetSummary(req, s[2]) : method_not_allowed("GET");
+    }
+    if (s.size() == 3 && s[1] == "import" && s[2] == "missy") {
+      return req.method == "POST" ? ImportMissy(req) : method_not_allowed("POST");
+    }
     if (s[1] == "sessions") {
       if (s.size() == 2) {
         if (req.method == "POST") return CreateSession(req);
@@ -309,6 +456,12 @@ HttpResponse Api::Handle(const HttpRequest& req) {
       }
       if (s.size() == 4 && s[3] == "context") {
         return req.method == "POST" ? BuildContext(req, id) : method_not_allowed("POST");
+      }
+      if (s.size() == 4 && s[3] == "usage") {
+        return req.method == "POST" ? ReportUsage(req, id) : method_not_allowed("POST");
+      }
+      if (s.size() == 4 && s[3] == "summaries") {
+        return req.method == "GET" ? ListSummaries(req, id) : method_not_allowed("GET");
       }
     }
     return Error(req, Status::NotFound("no route for " + req.method + " " +
@@ -431,19 +584,56 @@ HttpResponse Api::AppendMessages(const HttpRequest& req, const std::string& id) 
     return Error(req, Status::PayloadTooLarge("at most " + std::to_string(kMaxBatch) +
                                               " messages per append"), id);
   }
+  std::optional<bool> strict_override;
+  if (!(st = OptBool(*body, "strict", strict_override)).ok()) return Error(req, st, id);
   Result<Session> session = FindSession(*deps_.db, id);
   if (!session.ok()) return Error(req, session.status(), id);
+  const bool strict = strict_override.value_or(session->strict);
   const MessageTokenCounter counter = CounterFor(*session);
 
-  std::vector<NewMessage> batch(list.size());
+  std::vector<Message> parsed(list.size());
   for (size_t i = 0; i < list.size(); ++i) {
     Result<Message> m = ParseMessage(list[i], "messages[" + std::to_string(i) + "]");
     if (!m.ok()) return Error(req, m.status(), id);
-    batch[i].message = std::move(*m);
-    batch[i].tokens = counter.CountMessage(batch[i].message);
+    parsed[i] = std::move(*m);
   }
 
+  // Validation needs the session's open tool calls, so appends to one session are serialised.
   std::lock_guard<std::mutex> lock(SessionLock(id));
+  Result<Session> current = FindSession(*deps_.db, id);
+  if (!current.ok()) return Error(req, current.status(), id);
+  // The open state depends on the suffix from the last non-tool message; read a window
+  // and widen to the whole history only when the window is all tool results.
+  constexpr int64_t kWindow = 256;
+  Result<std::vector<StoredMessage>> recent =
+      deps_.db->LoadMessages(id, std::max<int64_t>(0, current->last_seq - kWindow));
+  if (!recent.ok()) return Error(req, recent.status(), id);
+  if (!recent->empty() && recent->front().seq > 1 && recent->front().message.role == Role::kTool) {
+    recent = deps_.db->LoadMessages(id);
+    if (!recent.ok()) return Error(req, recent.status(), id);
+  }
+  const AppendValidation validation = ValidateAppend(DeriveOpenCallState(*recent), parsed);
+  json::array warnings;
+  for (const AppendWarning& w : validation.warnings) warnings.push_back(AppendWarningToJson(w));
+  if (strict && !validation.ok()) {
+    const AppendWarning& w = validation.warnings.front();
+    Status refused = Status::Unprocessable(
+        w.message + " (strict mode: nothing was stored; " + std::to_string(validation.warnings.size()) +
+            " problem(s))",
+        "messages[" + std::to_string(w.index) + "]");
+    HttpResponse r = Error(req, refused, id);
+    json::value err = json::parse(r.body);
+    err.as_object()["warnings"] = std::move(warnings);
+    r.body = json::serialize(err) + "\n";
+    return r;
+  }
+
+  std::vector<NewMessage> batch(parsed.size());
+  for (size_t i = 0; i < parsed.size(); ++i) {
+    batch[i].tokens = counter.CountMessage(parsed[i]);
+    batch[i].flags = validation.flags[i];
+    batch[i].message = std::move(parsed[i]);
+  }
   Result<std::vector<StoredMessage>> stored = deps_.db->AppendMessages(id, batch, deps_.clock_ms());
   if (!stored.ok()) return Error(req, stored.status(), id);
   Result<Session> after = FindSession(*deps_.db, id);
@@ -457,15 +647,17 @@ HttpResponse Api::AppendMessages(const HttpRequest& req, const std::string& id) 
     if (m.flags != kFlagNone) row["flags"] = FlagNames(m.flags);
     rows.push_back(std::move(row));
   }
-  (void)deps_.auditor->Emit("messages.appended", "context", "allow", id,
-                            json::object{{"count", stored->size()},
-                                         {"first_seq", stored->front().seq},
-                                         {"last_seq", stored->back().seq},
-                                         {"tokens", tokens}});
+  json::object detail{{"count", stored->size()},
+                      {"first_seq", stored->front().seq},
+                      {"last_seq", stored->back().seq},
+                      {"tokens", tokens},
+                      {"encoding", counter.counter().Name()}};
+  if (!warnings.empty()) detail["warnings"] = warnings;
+  (void)deps_.auditor->Emit("messages.appended", "context", "allow", id, detail);
   return JsonResponse(200, json::object{{"session_id", id},
                                         {"appended", stored->size()},
                                         {"messages", std::move(rows)},
-                                        {"warnings", json::array{}},
+                                        {"warnings", std::move(warnings)},
                                         {"message_count", after->message_count},
                                         {"total_tokens", after->total_tokens},
                                         {"last_seq", after->last_seq}});
@@ -482,14 +674,7 @@ HttpResponse Api::ListMessages(const HttpRequest& req, const std::string& id) {
   Result<std::vector<StoredMessage>> stored = deps_.db->LoadMessages(id, after, limit);
   if (!stored.ok()) return Error(req, stored.status(), id);
   json::array out;
-  for (const StoredMessage& m : *stored) {
-    json::object o = MessageToJson(m.message);
-    o["seq"] = m.seq;
-    o["tokens"] = m.tokens;
-    o["created_at"] = FormatIsoTimestampMs(m.created_at_ms);
-    if (m.flags != kFlagNone) o["flags"] = FlagNames(m.flags);
-    out.push_back(std::move(o));
-  }
+  for (const StoredMessage& m : *stored) out.push_back(StoredMessageToJson(m));
   return JsonResponse(200, json::object{{"session_id", id}, {"messages", std::move(out)}});
 }
 
@@ -497,7 +682,7 @@ HttpResponse Api::BuildContext(const HttpRequest& req, const std::string& id) {
   Result<json::object> body = ParseBody(req, /*empty_ok=*/true);
   if (!body.ok()) return Error(req, body.status(), id);
   const json::object& o = *body;
-  Status st = CheckKnownKeys(o, {"message", "context_window", "max_output_tokens"});
+  Status st = CheckKnownKeys(o, {"message", "context_window", "max_output_tokens", "query"});
   if (!st.ok()) return Error(req, st, id);
 
   Result<Session> session = FindSession(*deps_.db, id);
@@ -510,8 +695,12 @@ HttpResponse Api::BuildContext(const HttpRequest& req, const std::string& id) {
   input.threshold_pct = cfg->threshold_pct;
   input.message_threshold = cfg->message_threshold;
   input.tool_output_max_tokens = cfg->tool_output_max_tokens;
+  input.pruning.protect_user_turns = cfg->pruning.protect_turns;
+  input.pruning.protect_tool_tokens = cfg->pruning.protect_tokens;
+  input.pruning.minimum_freed_tokens = cfg->pruning.minimum_freed;
   input.system_prompt = session->system_prompt;
-  input.tool_tokens = session->tools_json == "[]" ? -1 : counter.CountToolDefinitions(session->tools_json);
+  input.tool_tokens =
+      session->tools_json == "[]" ? -1 : counter.CountToolDefinitions(session->tools_json);
 
   // The window is the model's: context_window - max_output_tokens (never one for the other).
   std::optional<ModelSpec> spec = cfg->models.Lookup(session->model);
@@ -537,35 +726,201 @@ HttpResponse Api::BuildContext(const HttpRequest& req, const std::string& id) {
     return Error(req, Status::InvalidArgument("budget is invalid for this window: " + st.message(),
                                               "context_window"), id);
   }
+  // Calibration: when the provider reported more (or fewer) tokens than we counted, our
+  // counts are scaled by that ratio, so the budget in our units is total / ratio.
+  const int64_t raw_total = input.budget.total;
+  CalibrationState calibration;
+  if (Result<Calibration> c = deps_.db->GetCalibration(CalibrationKey(*session)); c.ok()) {
+    calibration.ratio = c->ratio;
+    calibration.samples = c->samples;
+  }
+  if (calibration.samples > 0 && calibration.ratio > 0) {
+    TokenBudget scaled = input.budget;
+    scaled.total = static_cast<int64_t>(static_cast<double>(raw_total) / calibration.ratio);
+    if (scaled.Validate().ok()) input.budget = scaled;
+  }
+
   if (const json::value* m = o.if_contains("message"); m && !m->is_null()) {
     Result<Message> parsed = ParseMessage(*m, "message");
     if (!parsed.ok()) return Error(req, parsed.status(), id);
     input.new_message = std::move(*parsed);
   }
+  std::string query;
+  if (!(st = OptString(o, "query", query)).ok()) return Error(req, st, id);
 
   Result<std::vector<StoredMessage>> history = deps_.db->LoadMessages(id);
   if (!history.ok()) return Error(req, history.status(), id);
   input.history = std::move(*history);
 
+  // Summaries: the top of the hierarchy (not yet condensed), oldest first.
+  Result<std::vector<SummaryRecord>> summaries = deps_.db->ListSummaries(id, /*uncondensed_only=*/true);
+  if (!summaries.ok()) return Error(req, summaries.status(), id);
+  for (const SummaryRecord& r : *summaries) input.summaries.push_back(ToSummaryView(r));
+
+  // Memory: the new user message (or the agent's query, or the last user message).
+  if (query.empty() && input.new_message) query = input.new_message->PlainText();
+  for (auto it = input.history.rbegin(); query.empty() && it != input.history.rend(); ++it) {
+    if (it->message.role == Role::kUser) query = it->message.PlainText();
+  }
+  if (!query.empty() && input.budget.memory_fraction > 0) {
+    SearchOptions search;
+    search.query = query.substr(0, 4096);
+    search.exclude_session_id = id;  // this session's history is already in the context
+    search.max_results = 10;
+    Result<std::vector<MemoryHit>> hits = deps_.db->Search(search);
+    if (hits.ok()) {
+      input.memory = std::move(*hits);
+    } else {
+      spdlog::warn("memory search failed for session {}: {}", id, hits.status().ToString());
+    }
+  }
+  if (input.budget.learnings_fraction > 0) {
+    ListOptions newest;
+    newest.limit = static_cast<int>(input.max_learnings);
+    Result<std::vector<LearningRecord>> learnings = deps_.db->ListLearnings(newest);
+    if (learnings.ok()) {
+      for (const LearningRecord& l : *learnings) input.learnings.push_back(ToLearning(l));
+    }
+  }
+
   Result<AssembledContext> assembled = AssembleContext(input, counter);
   if (!assembled.ok()) return Error(req, assembled.status(), id);
+  const ContextReport& report = assembled->report;
+
+  // Pruning is sticky: persist the decision before answering, so the next request
+  // renders the same prefix bytes.
+  if (!report.newly_pruned_seqs.empty()) {
+    st = deps_.db->AddMessageFlags(id, report.newly_pruned_seqs, kFlagPruned);
+    if (!st.ok()) return Error(req, st, id);
+    (void)deps_.auditor->Emit("context.pruned", "context", "allow", id,
+                              json::object{{"messages", report.newly_pruned_seqs.size()},
+                                           {"freed_tokens", report.pruned_freed_tokens}});
+  }
+  if (report.should_summarize) {
+    Result<EnqueueResult> job = deps_.db->EnqueueJob(
+        "summarize", id,
+        json::serialize(json::object{{"reason", report.zone},
+                                     {"history_tokens", report.history_demand_tokens}}),
+        deps_.clock_ms());
+    if (job.ok() && job->created) {
+      (void)deps_.auditor->Emit("job.queued", "context", "allow", id,
+                                json::object{{"job_id", job->job.id}, {"kind", "summarize"}});
+    }
+  }
 
   const std::string context_id = "ctx_" + deps_.new_id();
+  int64_t estimated = report.used_tokens;
+  if (!report.tools_measured) estimated -= report.tool_tokens;
+  if (!report.system_measured) {
+    estimated -= std::max<int64_t>(0, report.system_tokens - report.system_message_tokens);
+  }
+  RememberContext(context_id, IssuedContext{id, CalibrationKey(*session), estimated});
+
   json::array messages;
   for (const Message& m : assembled->messages) messages.push_back(MessageToJson(m));
-  const ContextReport& report = assembled->report;
+  json::object budget = ContextReportToJson(report);
+  budget["encoding"] = counter.counter().Name();
+  budget["factor"] = counter.options().factor;
+  budget["calibration"] = json::object{{"ratio", calibration.ratio},
+                                       {"samples", calibration.samples},
+                                       {"raw_total", raw_total},
+                                       {"calibrated_total", input.budget.total},
+                                       {"estimated_tokens", estimated},
+                                       {"calibrated_tokens", Calibrated(calibration, estimated)}};
   (void)deps_.auditor->Emit("context.built", "context", "allow", id,
                             json::object{{"context_id", context_id},
                                          {"used_tokens", report.used_tokens},
                                          {"total", report.total},
                                          {"kept_messages", report.kept_messages},
                                          {"dropped_messages", report.dropped_messages},
+                                         {"summaries", report.summaries_included},
+                                         {"sanitized", report.sanitized.size()},
                                          {"zone", report.zone}});
   return JsonResponse(200, json::object{{"context_id", context_id},
                                         {"session_id", id},
                                         {"messages", std::move(messages)},
                                         {"system", assembled->system},
-                                        {"budget", ContextReportToJson(report)}});
+                                        {"budget", std::move(budget)}});
+}
+
+HttpResponse Api::ReportUsage(const HttpRequest& req, const std::string& id) {
+  Result<json::object> body = ParseBody(req, /*empty_ok=*/false);
+  if (!body.ok()) return Error(req, body.status(), id);
+  Status st = CheckKnownKeys(*body, {"context_id", "prompt_tokens", "completion_tokens"});
+  if (!st.ok()) return Error(req, st, id);
+  std::string context_id;
+  int64_t prompt_tokens = -1, completion_tokens = 0;
+  if (!(st = OptString(*body, "context_id", context_id)).ok()) return Error(req, st, id);
+  if (context_id.empty()) return Error(req, Status::InvalidArgument("is required", "context_id"), id);
+  if (!(st = OptInt(*body, "prompt_tokens", 1, int64_t{1} << 40, prompt_tokens)).ok()) {
+    return Error(req, st, id);
+  }
+  if (prompt_tokens < 0) return Error(req, Status::InvalidArgument("is required", "prompt_tokens"), id);
+  if (!(st = OptInt(*body, "completion_tokens", 0, int64_t{1} << 40, completion_tokens)).ok()) {
+    return Error(req, st, id);
+  }
+  std::optional<IssuedContext> issued = FindContext(context_id);
+  if (!issued || issued->session_id != id) {
+    return Error(req, Status::NotFound("context '" + context_id + "' is unknown for session '" + id +
+                                       "' (the daemon remembers the last 4096 contexts)", "context_id"), id);
+  }
+  auto cfg = config();
+  CalibrationOptions options;
+  options.alpha = cfg->calibration.alpha;
+  options.min_ratio = cfg->calibration.min_ratio;
+  options.max_ratio = cfg->calibration.max_ratio;
+
+  std::lock_guard<std::mutex> lock(SessionLock(id));
+  CalibrationState before;
+  if (Result<Calibration> c = deps_.db->GetCalibration(issued->calibration_key); c.ok()) {
+    before.ratio = c->ratio;
+    before.samples = c->samples;
+  }
+  const CalibrationState after = Update(before, issued->estimated_tokens, prompt_tokens, options);
+  Calibration row;
+  row.model = issued->calibration_key;
+  row.ratio = after.ratio;
+  row.samples = after.samples;
+  row.updated_at_ms = deps_.clock_ms();
+  if (!(st = deps_.db->PutCalibration(row)).ok()) return Error(req, st, id);
+  json::object detail{{"context_id", context_id},
+                      {"model", issued->calibration_key},
+                      {"estimated_tokens", issued->estimated_tokens},
+                      {"prompt_tokens", prompt_tokens},
+                      {"completion_tokens", completion_tokens},
+                      {"ratio_before", before.ratio},
+                      {"ratio", after.ratio},
+                      {"samples", after.samples}};
+  (void)deps_.auditor->Emit("calibration.updated", "provider", "allow", id, detail);
+  return JsonResponse(200, detail);
+}
+
+HttpResponse Api::ListSummaries(const HttpRequest& req, const std::string& id) {
+  Result<Session> session = FindSession(*deps_.db, id);
+  if (!session.ok()) return Error(req, session.status(), id);
+  Result<std::vector<SummaryRecord>> list = deps_.db->ListSummaries(id);
+  if (!list.ok()) return Error(req, list.status(), id);
+  json::array out;
+  for (const SummaryRecord& r : *list) out.push_back(SummaryToJson(r));
+  return JsonResponse(200, json::object{{"session_id", id}, {"summaries", std::move(out)}});
+}
+
+HttpResponse Api::GetSummary(const HttpRequest& req, const std::string& summary_id) {
+  Result<SummaryRecord> summary = deps_.db->GetSummary(summary_id);
+  if (!summary.ok()) return Error(req, summary.status());
+  json::object out = SummaryToJson(*summary);
+  // Expansion: the children of a condensed summary, or the messages a leaf covers.
+  Result<std::vector<SummaryRecord>> children = deps_.db->SummaryChildren(summary_id);
+  if (!children.ok()) return Error(req, children.status());
+  json::array kids;
+  for (const SummaryRecord& c : *children) kids.push_back(SummaryToJson(c));
+  out["children"] = std::move(kids);
+  Result<std::vector<StoredMessage>> covered = deps_.db->SummaryMessages(summary_id);
+  if (!covered.ok()) return Error(req, covered.status());
+  json::array msgs;
+  for (const StoredMessage& m : *covered) msgs.push_back(StoredMessageToJson(m));
+  out["messages"] = std::move(msgs);
+  return JsonResponse(200, out);
 }
 
 HttpResponse Api::Audit(const HttpRequest& req) {
@@ -581,6 +936,181 @@ HttpResponse Api::Audit(const HttpRequest& req) {
   json::array out;
   for (const AuditEvent& e : *events) out.push_back(json::parse(AuditEventToJsonLine(e)));
   return JsonResponse(200, json::object{{"events", std::move(out)}});
+}
+
+HttpResponse Api::VerifyAudit(const HttpRequest& req) {
+  Result<AuditVerifyReport> report = deps_.db->VerifyAuditChain();
+  if (!report.ok()) return Error(req, report.status());
+  return JsonResponse(200, json::object{{"ok", report->ok},
+                                        {"checked", report->checked},
+                                        {"first_seq", report->first_seq},
+                                        {"last_seq", report->last_seq},
+                                        {"broken_seq", report->broken_seq},
+                                        {"reason", report->reason}});
+}
+
+HttpResponse Api::AddMemory(const HttpRequest& req) {
+  Result<json::object> body = ParseBody(req, /*empty_ok=*/false);
+  if (!body.ok()) return Error(req, body.status());
+  Status st = CheckKnownKeys(*body, {"text", "tags", "session_id", "pinned"});
+  if (!st.ok()) return Error(req, st);
+  MemoryItem item;
+  if (!(st = OptString(*body, "text", item.text)).ok()) return Error(req, st);
+  if (item.text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return Error(req, Status::InvalidArgument("must not be empty", "text"));
+  }
+  if (!(st = OptStrings(*body, "tags", item.tags)).ok()) return Error(req, st);
+  if (!(st = OptString(*body, "session_id", item.session_id)).ok()) return Error(req, st);
+  if (!item.session_id.empty()) {
+    Result<Session> session = FindSession(*deps_.db, item.session_id);
+    if (!session.ok()) {
+      return Error(req, Status::NotFound("session '" + item.session_id + "' not found", "session_id"));
+    }
+  }
+  std::optional<bool> pinned;
+  if (!(st = OptBool(*body, "pinned", pinned)).ok()) return Error(req, st);
+  item.pinned = pinned.value_or(false);
+  item.created_at_ms = deps_.clock_ms();
+  Result<MemoryItem> stored = deps_.db->AddMemoryItem(item);
+  if (!stored.ok()) return Error(req, stored.status());
+  (void)deps_.auditor->Emit("memory.added", "memory", "allow", stored->session_id,
+                            json::object{{"id", stored->id}, {"chars", stored->text.size()}});
+  return JsonResponse(201, MemoryToJson(*stored));
+}
+
+HttpResponse Api::ListMemory(const HttpRequest& req) {
+  const Target t = ParseTarget(req.target);
+  int64_t limit = 100, offset = 0;
+  Status st = QueryInt(t, "limit", 1, kMaxListLimit, limit);
+  if (st.ok()) st = QueryInt(t, "offset", 0, int64_t{1} << 40, offset);
+  if (!st.ok()) return Error(req, st);
+  auto session = t.query.find("session_id");
+  ListOptions options{static_cast<int>(limit), static_cast<int>(offset)};
+  Result<std::vector<MemoryItem>> items = deps_.db->ListMemoryItems(
+      options, session == t.query.end() ? std::string_view{} : session->second);
+  if (!items.ok()) return Error(req, items.status());
+  json::array out;
+  for (const MemoryItem& m : *items) out.push_back(MemoryToJson(m));
+  return JsonResponse(200, json::object{{"items", std::move(out)}});
+}
+
+HttpResponse Api::GetMemory(const HttpRequest& req, const std::string& memory_id) {
+  Result<MemoryItem> item = deps_.db->GetMemoryItem(memory_id);
+  if (!item.ok()) return Error(req, item.status());
+  return JsonResponse(200, MemoryToJson(*item));
+}
+
+HttpResponse Api::DeleteMemory(const HttpRequest& req, const std::string& memory_id) {
+  Status st = deps_.db->DeleteMemoryItem(memory_id);
+  if (!st.ok()) return Error(req, st);
+  (void)deps_.auditor->Emit("memory.deleted", "memory", "allow", "", json::object{{"id", memory_id}});
+  return JsonResponse(200, json::object{{"deleted", memory_id}});
+}
+
+HttpResponse Api::SearchMemory(const HttpRequest& req) {
+  const Target t = ParseTarget(req.target);
+  auto q = t.query.find("q");
+  if (q == t.query.end() || q->second.empty()) {
+    return Error(req, Status::InvalidArgument("the search text is required", "q"));
+  }
+  int64_t limit = 10;
+  Status st = QueryInt(t, "limit", 1, 100, limit);
+  if (!st.ok()) return Error(req, st);
+  SearchOptions options;
+  options.query = q->second;
+  options.max_results = static_cast<int>(limit);
+  if (auto it = t.query.find("session_id"); it != t.query.end()) options.session_id = it->second;
+  if (auto it = t.query.find("exclude_session_id"); it != t.query.end()) {
+    options.exclude_session_id = it->second;
+  }
+  Result<std::vector<MemoryHit>> hits = deps_.db->Search(options);
+  if (!hits.ok()) return Error(req, hits.status());
+  json::array out;
+  for (const MemoryHit& h : *hits) {
+    out.push_back(json::object{{"source", h.source}, {"id", h.id}, {"text", h.text}, {"score", h.score}});
+  }
+  return JsonResponse(200, json::object{{"query", q->second}, {"results", std::move(out)}});
+}
+
+HttpResponse Api::AddLearning(const HttpRequest& req) {
+  Result<json::object> body = ParseBody(req, /*empty_ok=*/false);
+  if (!body.ok()) return Error(req, body.status());
+  Status st = CheckKnownKeys(*body, {"task_type", "outcome", "lesson", "approach", "session_id"});
+  if (!st.ok()) return Error(req, st);
+  LearningRecord l;
+  if (!(st = OptString(*body, "task_type", l.task_type)).ok()) return Error(req, st);
+  if (!(st = OptString(*body, "outcome", l.outcome)).ok()) return Error(req, st);
+  if (!(st = OptString(*body, "lesson", l.lesson)).ok()) return Error(req, st);
+  if (!(st = OptStrings(*body, "approach", l.approach)).ok()) return Error(req, st);
+  if (!(st = OptString(*body, "session_id", l.session_id)).ok()) return Error(req, st);
+  if (l.lesson.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return Error(req, Status::InvalidArgument("must not be empty", "lesson"));
+  }
+  l.created_at_ms = deps_.clock_ms();
+  Result<LearningRecord> stored = deps_.db->AddLearning(l);
+  if (!stored.ok()) return Error(req, stored.status());
+  (void)deps_.auditor->Emit("learning.added", "memory", "allow", stored->session_id,
+                            json::object{{"id", stored->id}, {"task_type", stored->task_type}});
+  return JsonResponse(201, LearningToJson(*stored));
+}
+
+HttpResponse Api::ListLearnings(const HttpRequest& req) {
+  const Target t = ParseTarget(req.target);
+  int64_t limit = 100, offset = 0;
+  Status st = QueryInt(t, "limit", 1, kMaxListLimit, limit);
+  if (st.ok()) st = QueryInt(t, "offset", 0, int64_t{1} << 40, offset);
+  if (!st.ok()) return Error(req, st);
+  auto type = t.query.find("task_type");
+  ListOptions options{static_cast<int>(limit), static_cast<int>(offset)};
+  Result<std::vector<LearningRecord>> list = deps_.db->ListLearnings(
+      options, type == t.query.end() ? std::string_view{} : type->second);
+  if (!list.ok()) return Error(req, list.status());
+  json::array out;
+  for (const LearningRecord& l : *list) out.push_back(LearningToJson(l));
+  return JsonResponse(200, json::object{{"learnings", std::move(out)}});
+}
+
+HttpResponse Api::ListJobs(const HttpRequest& req) {
+  const Target t = ParseTarget(req.target);
+  int64_t limit = 100, offset = 0;
+  Status st = QueryInt(t, "limit", 1, kMaxListLimit, limit);
+  if (st.ok()) st = QueryInt(t, "offset", 0, int64_t{1} << 40, offset);
+  if (!st.ok()) return Error(req, st);
+  std::string state;
+  if (auto it = t.query.find("state"); it != t.query.end()) {
+    state = it->second;
+    if (state != "queued" && state != "running" && state != "done" && state != "failed") {
+      return Error(req, Status::InvalidArgument("expected queued, running, done or failed", "state"));
+    }
+  }
+  ListOptions options{static_cast<int>(limit), static_cast<int>(offset)};
+  Result<std::vector<Job>> jobs = deps_.db->ListJobs(options, state);
+  if (!jobs.ok()) return Error(req, jobs.status());
+  json::array out;
+  for (const Job& j : *jobs) out.push_back(JobToJson(j));
+  return JsonResponse(200, json::object{{"jobs", std::move(out)}});
+}
+
+HttpResponse Api::ImportMissy(const HttpRequest& req) {
+  Result<json::object> body = ParseBody(req, /*empty_ok=*/true);
+  if (!body.ok()) return Error(req, body.status());
+  Status st = CheckKnownKeys(*body, {"path"});
+  if (!st.ok()) return Error(req, st);
+  std::string path;
+  if (!(st = OptString(*body, "path", path)).ok()) return Error(req, st);
+  if (path.empty()) path = config()->missy_home + "/memory.db";
+  Session counting;  // Missy turns carry no model: count them with the default encoding
+  const MessageTokenCounter counter = CounterFor(counting);
+  Result<MissyImportReport> report = deps_.db->ImportMissy(path, &counter, deps_.clock_ms());
+  if (!report.ok()) return Error(req, report.status());
+  json::object detail{{"path", path},
+                      {"sessions", report->sessions},
+                      {"messages", report->messages},
+                      {"summaries", report->summaries},
+                      {"learnings", report->learnings},
+                      {"skipped", report->skipped}};
+  (void)deps_.auditor->Emit("import.missy", "memory", "allow", "", detail);
+  return JsonResponse(200, detail);
 }
 
 }  // namespace missy

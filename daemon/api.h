@@ -10,6 +10,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -17,6 +18,7 @@
 #include "core/token_counter.h"
 #include "daemon/auditor.h"
 #include "daemon/net.h"
+#include "daemon/tokenizers.h"
 #include "storage/database.h"
 
 namespace missy {
@@ -26,6 +28,7 @@ struct ApiDeps {
   Auditor* auditor = nullptr;
   std::function<int64_t()> clock_ms;  // unix ms
   std::function<std::string()> new_id;  // random hex, for session and context ids
+  const TokenizerRegistry* tokenizers = nullptr;  // null: every count is heuristic
   std::string version = "0.1.0";
 };
 
@@ -48,18 +51,45 @@ class Api {
   HttpResponse AppendMessages(const HttpRequest& req, const std::string& id);
   HttpResponse ListMessages(const HttpRequest& req, const std::string& id);
   HttpResponse BuildContext(const HttpRequest& req, const std::string& id);
+  HttpResponse ReportUsage(const HttpRequest& req, const std::string& id);
+  HttpResponse ListSummaries(const HttpRequest& req, const std::string& id);
+  HttpResponse GetSummary(const HttpRequest& req, const std::string& summary_id);
   HttpResponse Audit(const HttpRequest& req);
+  HttpResponse VerifyAudit(const HttpRequest& req);
   HttpResponse EffectiveConfig(const HttpRequest& req);
+  HttpResponse AddMemory(const HttpRequest& req);
+  HttpResponse ListMemory(const HttpRequest& req);
+  HttpResponse GetMemory(const HttpRequest& req, const std::string& memory_id);
+  HttpResponse DeleteMemory(const HttpRequest& req, const std::string& memory_id);
+  HttpResponse SearchMemory(const HttpRequest& req);
+  HttpResponse AddLearning(const HttpRequest& req);
+  HttpResponse ListLearnings(const HttpRequest& req);
+  HttpResponse ListJobs(const HttpRequest& req);
+  HttpResponse ImportMissy(const HttpRequest& req);
 
   HttpResponse Error(const HttpRequest& req, const Status& status, std::string_view session_id = {});
+  // The counter for a session's model: its encoding (or heuristic) and factor.
   MessageTokenCounter CounterFor(const Session& session) const;
   std::mutex& SessionLock(const std::string& id);
+  static std::string CalibrationKey(const Session& session);
+
+  // Contexts handed out recently, so that a usage report can name one by context_id.
+  struct IssuedContext {
+    std::string session_id;
+    std::string calibration_key;
+    int64_t estimated_tokens = 0;  // what we counted for the messages and tools sent
+  };
+  void RememberContext(const std::string& context_id, IssuedContext context);
+  std::optional<IssuedContext> FindContext(const std::string& context_id);
 
   ApiDeps deps_;
   mutable std::mutex config_mu_;
   std::shared_ptr<const DaemonConfig> config_;
   std::shared_ptr<const TokenCounter> heuristic_;
   std::array<std::mutex, 64> session_locks_;
+  std::mutex contexts_mu_;
+  std::list<std::string> context_order_;  // oldest first, bounded
+  std::unordered_map<std::string, IssuedContext> contexts_;
   int64_t started_ms_ = 0;
   std::atomic<int64_t> requests_{0};
 };

@@ -22,6 +22,7 @@
 #include "daemon/api.h"
 #include "daemon/auditor.h"
 #include "daemon/net.h"
+#include "daemon/tokenizers.h"
 #include "storage/database.h"
 
 namespace {
@@ -129,12 +130,28 @@ int main(int argc, char** argv) {
     }
     spdlog::info("database {} (schema version {})", config->database_path, (*db)->SchemaVersion());
 
+    // Exact token counts need the rank files; a missing or corrupt one is a startup error
+    // unless the config asks for the heuristic.
+    TokenizerRegistry tokenizers(config->data_dir);
+    if (config->tokenizer == TokenizerMode::kExact) {
+      Status loaded_ranks = tokenizers.LoadAll();
+      if (!loaded_ranks.ok()) {
+        spdlog::critical("{} (set context.tokenizer: heuristic to run without exact counts)",
+                         loaded_ranks.message());
+        return 1;
+      }
+      spdlog::info("tokenizers o200k_base and cl100k_base loaded from {}", tokenizers.data_dir());
+    } else {
+      spdlog::warn("context.tokenizer is heuristic: token counts are conservative estimates");
+    }
+
     Auditor auditor(db->get(), NowMs);
     ApiDeps deps;
     deps.db = db->get();
     deps.auditor = &auditor;
     deps.clock_ms = NowMs;
     deps.new_id = RandomHex;
+    deps.tokenizers = &tokenizers;
     deps.version = kVersion;
     Api api(deps, config);
 
@@ -194,6 +211,20 @@ int main(int argc, char** argv) {
       spdlog::info("config reloaded from {}", config_path);
       (void)auditor.Emit("config.reloaded", "daemon", "allow", "",
                          boost::json::object{{"path", config_path}});
+    });
+
+    // Maintenance: audit retention (the chain stays verifiable) and jobs whose lease ended.
+    srv->Every(std::chrono::minutes(10), [&api, database]() {
+      auto cfg = api.config();
+      AuditRetention retention;
+      retention.max_events = cfg->audit_retention_events;
+      if (cfg->audit_retention_days > 0) {
+        retention.min_timestamp_ms = NowMs() - cfg->audit_retention_days * 86400000LL;
+      }
+      Result<int64_t> pruned = database->PruneAuditEvents(retention);
+      if (pruned.ok() && *pruned > 0) spdlog::info("audit retention removed {} events", *pruned);
+      Result<int64_t> requeued = database->RequeueExpiredJobs(NowMs());
+      if (requeued.ok() && *requeued > 0) spdlog::info("requeued {} expired jobs", *requeued);
     });
 
     (void)auditor.Emit("daemon.started", "daemon", "allow", "",

@@ -48,7 +48,7 @@ int64_t Int(const json::value& v, std::initializer_list<const char*> path) {
 
 std::string MessageText(int i) {
   std::string text = "message " + std::to_string(i) + ":";
-  for (int k = 0; k < 15; ++k) text += " alpha beta gamma delta";
+  for (int k = 0; k < 30; ++k) text += " alpha beta gamma delta";
   return text;
 }
 
@@ -248,8 +248,9 @@ TEST_F(DaemonTest, AuditClientReceivesEventsInOrder) {
   ASSERT_EQ(d.Call("POST", "/v1/sessions/a1/context", "{}")->status, 200);
   ASSERT_EQ(d.Call("GET", "/v1/sessions/missing")->status, 404);
 
-  const char* expected[] = {"session.created", "messages.appended", "context.built",
-                            "request.rejected"};
+  // 40 long messages cross the summarization threshold: the context build queues a job.
+  const char* expected[] = {"session.created", "messages.appended", "job.queued",
+                            "context.built", "request.rejected"};
   int64_t last_seq = 0;
   for (const char* type : expected) {
     Result<std::string> line = live.ReadLine(std::chrono::seconds(5));
