@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "daemon/http_client.h"
+#include "daemon/tokenizers.h"
 
 namespace {
 
@@ -30,6 +31,14 @@ constexpr const char* kUsage =
     "  context ID [--message TEXT] [--window N]\n"
     "                              assemble a context (prints the budget report)\n"
     "  config                      effective configuration (secrets redacted)\n"
+    "  memory add TEXT [--tag T]... [--session ID]\n"
+    "  memory list | memory search TEXT | memory delete ID\n"
+    "  learnings add LESSON [--task-type T] [--outcome O] | learnings list\n"
+    "  jobs [--state queued|running|done|failed]\n"
+    "  import-missy [PATH]         import Missy's memory.db (default $MISSY_HOME/memory.db)\n"
+    "  tokens count [--encoding E] [FILE|-]\n"
+    "                              count tokens offline (o200k_base, cl100k_base, heuristic)\n"
+    "  audit verify                check the audit log's hash chain\n"
     "  audit list [--since SEQ] [--type T] [--limit N]\n"
     "  audit tail [--since SEQ] [--type T]...\n"
     "                              follow the audit stream (Ctrl-C to stop)\n"
@@ -173,6 +182,29 @@ int AuditTail(const std::string& audit_socket, const Args& args) {
   }
 }
 
+int TokensCount(const Args& args) {
+  const std::string encoding = args.Get("--encoding", "o200k_base");
+  std::string text;
+  const std::string file = args.positional.size() >= 3 ? args.positional[2] : "-";
+  std::FILE* in = file == "-" ? stdin : std::fopen(file.c_str(), "rb");
+  if (in == nullptr) {
+    std::fprintf(stderr, "missyctl: cannot read %s\n", file.c_str());
+    return 1;
+  }
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, in)) > 0) text.append(buf, n);
+  if (in != stdin) std::fclose(in);
+  missy::TokenizerRegistry registry(args.Get("--data-dir"));
+  Result<std::shared_ptr<const missy::TokenCounter>> counter = registry.Get(encoding);
+  if (!counter.ok()) {
+    std::fprintf(stderr, "missyctl: %s\n", counter.status().message().c_str());
+    return 1;
+  }
+  std::printf("%lld\n", static_cast<long long>((*counter)->Count(text)));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -267,9 +299,80 @@ int main(int argc, char** argv) {
                 });
   }
   if (cmd == "config") return Call(socket, "GET", "/v1/config", "", print_json);
+  if (cmd == "tokens") {
+    if (args.positional.size() < 2 || args.positional[1] != "count") {
+      std::fprintf(stderr, "missyctl: usage: missyctl tokens count [--encoding E] [FILE|-]\n");
+      return 2;
+    }
+    return TokensCount(args);
+  }
+  if (cmd == "import-missy") {
+    json::object body;
+    if (args.positional.size() >= 2) body["path"] = args.positional[1];
+    return Call(socket, "POST", "/v1/import/missy", json::serialize(body), [](const json::value& v) {
+      std::printf("imported from %s: %lld sessions, %lld messages, %lld summaries, %lld learnings (%lld already present)\n",
+                  std::string(v.at("path").as_string()).c_str(),
+                  static_cast<long long>(v.at("sessions").to_number<int64_t>()),
+                  static_cast<long long>(v.at("messages").to_number<int64_t>()),
+                  static_cast<long long>(v.at("summaries").to_number<int64_t>()),
+                  static_cast<long long>(v.at("learnings").to_number<int64_t>()),
+                  static_cast<long long>(v.at("skipped").to_number<int64_t>()));
+    });
+  }
+  if (cmd == "jobs") {
+    std::string target = "/v1/jobs";
+    if (!args.Get("--state").empty()) target += "?state=" + UrlEncode(args.Get("--state"));
+    return Call(socket, "GET", target, "", print_json);
+  }
+  if (cmd == "memory" || cmd == "learnings") {
+    const std::string sub = args.positional.size() >= 2 ? args.positional[1] : "list";
+    const std::string arg = args.positional.size() >= 3 ? args.positional[2] : "";
+    if (sub == "list") return Call(socket, "GET", "/v1/" + cmd, "", print_json);
+    if (cmd == "memory" && sub == "search" && !arg.empty()) {
+      return Call(socket, "GET", "/v1/memory/search?q=" + UrlEncode(arg), "", print_json);
+    }
+    if (cmd == "memory" && sub == "delete" && !arg.empty()) {
+      return Call(socket, "DELETE", "/v1/memory/" + UrlEncode(arg), "", print_json);
+    }
+    if (sub == "add" && !arg.empty()) {
+      json::object body;
+      if (cmd == "memory") {
+        body["text"] = arg;
+        json::array tags;
+        auto range = args.options.equal_range("--tag");
+        for (auto it = range.first; it != range.second; ++it) tags.push_back(json::string(it->second));
+        body["tags"] = std::move(tags);
+        if (!args.Get("--session").empty()) body["session_id"] = args.Get("--session");
+      } else {
+        body["lesson"] = arg;
+        body["task_type"] = args.Get("--task-type");
+        body["outcome"] = args.Get("--outcome");
+      }
+      return Call(socket, "POST", "/v1/" + cmd, json::serialize(body), print_json);
+    }
+    std::fprintf(stderr, "missyctl: usage: see missyctl --help (%s)\n", cmd.c_str());
+    return 2;
+  }
   if (cmd == "audit") {
     const std::string sub = args.positional.size() >= 2 ? args.positional[1] : "";
     if (sub == "tail") return AuditTail(audit_socket, args);
+    if (sub == "verify") {
+      int verdict = 0;
+      int rc = Call(socket, "GET", "/v1/audit/verify", "", [&verdict](const json::value& v) {
+        if (v.at("ok").as_bool()) {
+          std::printf("audit chain ok: %lld events (seq %lld..%lld)\n",
+                      static_cast<long long>(v.at("checked").to_number<int64_t>()),
+                      static_cast<long long>(v.at("first_seq").to_number<int64_t>()),
+                      static_cast<long long>(v.at("last_seq").to_number<int64_t>()));
+        } else {
+          std::printf("audit chain BROKEN at seq %lld: %s\n",
+                      static_cast<long long>(v.at("broken_seq").to_number<int64_t>()),
+                      std::string(v.at("reason").as_string()).c_str());
+          verdict = 4;
+        }
+      });
+      return rc != 0 ? rc : verdict;
+    }
     if (sub == "list") {
       std::string target = "/v1/audit?since=" + args.Get("--since", "0") +
                            "&limit=" + args.Get("--limit", "100");
@@ -280,7 +383,7 @@ int main(int argc, char** argv) {
         }
       });
     }
-    std::fprintf(stderr, "missyctl: audit needs 'tail' or 'list'\n");
+    std::fprintf(stderr, "missyctl: audit needs 'tail', 'list' or 'verify'\n");
     return 2;
   }
   std::fprintf(stderr, "missyctl: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
