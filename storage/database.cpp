@@ -1000,6 +1000,11 @@ class SqliteDatabase final : public Database {
     return ImportMissyDatabase(*this, missy_db_path, counter, now_ms);
   }
 
+  WriterStats GetWriterStats() override {
+    std::lock_guard lock(mu_);
+    return stats_;
+  }
+
   Status WriteTransaction(const std::function<Status(Connection&)>& fn) override {
     return Write([&](Connection& c) { return fn(c); });
   }
@@ -1150,10 +1155,16 @@ class SqliteDatabase final : public Database {
         batch.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
         queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       }
-      RunBatch(batch);
+      const bool committed = RunBatch(batch);
       {
         std::lock_guard lock(mu_);
-        for (WriteRequest* r : batch) r->done = true;
+        stats_.transactions += committed ? 1 : 0;
+        stats_.writes += static_cast<int64_t>(batch.size());
+        stats_.max_batch = std::max(stats_.max_batch, static_cast<int64_t>(batch.size()));
+        for (WriteRequest* r : batch) {
+          stats_.failed_writes += r->status.ok() ? 0 : 1;
+          r->done = true;
+        }
       }
       done_cv_.notify_all();
       batch.clear();
@@ -1166,10 +1177,12 @@ class SqliteDatabase final : public Database {
     return stmt->Run(std::string("database ") + path_ + ": " + sql);
   }
 
-  void RunBatch(const std::vector<WriteRequest*>& batch) {
+  // Returns whether the transaction committed.
+  bool RunBatch(const std::vector<WriteRequest*>& batch) {
     auto fail_all = [&](const Status& st) {
       for (WriteRequest* r : batch) r->status = st;
       audit_tail_.reset();
+      return false;
     };
     Status begin = RunStatement("BEGIN IMMEDIATE");
     if (!begin.ok()) return fail_all(begin);
@@ -1192,8 +1205,9 @@ class SqliteDatabase final : public Database {
     Status commit = RunStatement("COMMIT");
     if (!commit.ok()) {
       if (writer_->InTransaction()) (void)RunStatement("ROLLBACK");
-      fail_all(commit);
+      return fail_all(commit);
     }
+    return true;
   }
 
   // The last audit seq and the hash its successor must carry. Cached by the writer;
@@ -1255,6 +1269,7 @@ class SqliteDatabase final : public Database {
   bool stopping_ = false;
   std::thread writer_thread_;
   std::optional<std::pair<int64_t, std::string>> audit_tail_;  // writer thread only
+  WriterStats stats_;                                          // guarded by mu_
 
   std::mutex readers_mu_;
   std::vector<std::unique_ptr<Connection>> idle_readers_;

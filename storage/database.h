@@ -157,6 +157,14 @@ struct MissyImportReport {
   int64_t skipped = 0;   // source rows already imported (or not importable)
 };
 
+// Group-commit counters since Open (for /metrics and the benchmark).
+struct WriterStats {
+  int64_t transactions = 0;  // committed group transactions
+  int64_t writes = 0;        // write calls served (committed or failed)
+  int64_t failed_writes = 0;
+  int64_t max_batch = 0;     // most writes seen in one transaction
+};
+
 namespace sqlite {
 class Connection;
 }
@@ -265,6 +273,8 @@ class Database {
   virtual Result<MissyImportReport> ImportMissy(const std::string& missy_db_path,
                                                 const MessageTokenCounter* counter = nullptr,
                                                 int64_t now_ms = 0) = 0;
+
+  virtual WriterStats GetWriterStats() = 0;
 
   // For storage/ internals: runs `fn` on the writer connection inside a group-commit
   // transaction (in its own savepoint). `fn` must not call back into this Database.

@@ -260,6 +260,13 @@ TEST(DatabaseTest, MigratesFromEveryEarlierVersion) {
       auto more = db->AppendMessages("old", {New(Message::User("now"))}, 3);
       ASSERT_TRUE(more.ok());
       EXPECT_EQ((*more)[0].seq, 2);
+      // Rows written before the search index existed are indexed by the migration.
+      SearchOptions search;
+      search.query = "past";
+      auto hits = db->Search(search);
+      ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+      ASSERT_EQ(hits->size(), 1u);
+      EXPECT_EQ((*hits)[0].id, "old:1");
     } else {
       EXPECT_TRUE(db->CreateSession(MakeSession("new")).ok());
     }

@@ -1,0 +1,326 @@
+// Storage benchmark: durable appends per second through the storage API (group
+// commit with 1, 8 and 64 concurrent writers, versus one commit per message), and
+// FTS5 search latency over 100k messages. Every append counted here returned only
+// after its transaction committed with synchronous=FULL (WAL fsynced).
+//   storage_bench [--seconds S] [--dir DIR] [--search-messages N]
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/json.hpp>
+#include <sqlite3.h>
+
+#include <cctype>
+
+#include "core/message.h"
+#include "storage/database.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+struct Corpus {
+  std::vector<missy::Message> chat;        // short chat-sized messages (~150 bytes)
+  std::vector<missy::Message> trajectory;  // real agent sessions (tool calls, tool output)
+  std::vector<std::string> words;          // for search queries
+};
+
+Corpus LoadCorpus() {
+  Corpus c;
+  fs::path dir = fs::path(MISSY_SOURCE_DIR).parent_path() / "shared/data/trajectories";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() != ".jsonl") continue;
+    std::ifstream in(entry.path());
+    std::string line;
+    while (std::getline(in, line)) {
+      boost::system::error_code jec;
+      auto v = boost::json::parse(line, jec);
+      if (jec) continue;
+      auto m = missy::ParseMessage(v);
+      if (m.ok()) c.trajectory.push_back(std::move(*m));
+    }
+  }
+  std::mt19937 rng(7);
+  for (const auto& m : c.trajectory) {
+    std::string text = m.PlainText();
+    std::string word;
+    for (char ch : text) {
+      if (std::isalpha(static_cast<unsigned char>(ch))) {
+        word += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      } else {
+        if (word.size() >= 5 && word.size() <= 14 && rng() % 8 == 0) c.words.push_back(word);
+        word.clear();
+      }
+    }
+  }
+  if (c.words.empty()) {
+    for (const char* w : {"deploy", "staging", "nginx", "postgres", "migration", "tests", "failure", "config"}) {
+      c.words.push_back(w);
+    }
+  }
+  for (int i = 0; i < 4096; ++i) {
+    std::string text;
+    while (text.size() < 140) text += c.words[rng() % c.words.size()] + " ";
+    c.chat.push_back(i % 2 ? missy::Message::Assistant(text) : missy::Message::User(text));
+  }
+  if (c.trajectory.empty()) c.trajectory = c.chat;
+  return c;
+}
+
+double AverageBytes(const std::vector<missy::Message>& v) {
+  size_t total = 0;
+  for (const auto& m : v) total += missy::ContentToJsonText(m).size() + missy::ToolCallsToJsonText(m.tool_calls).size();
+  return v.empty() ? 0 : static_cast<double>(total) / static_cast<double>(v.size());
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+double Percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  size_t k = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+struct AppendResult {
+  double msgs_per_s = 0;
+  double calls_per_s = 0;
+  double p50_ms = 0, p99_ms = 0;
+  double avg_group = 0;   // write calls per committed transaction
+  double cpu_us_per_msg = 0;  // process CPU (all threads) per acknowledged message
+  int64_t messages = 0;
+};
+
+// `writers` threads, each on its own session, append `batch` messages per call for
+// `seconds`. max_batch = 1 disables group commit (one transaction per call).
+// `without_fts` drops the message FTS trigger first: a diagnostic row showing what
+// indexing costs on the append path (not a configuration missyd runs with).
+AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_batch, double seconds,
+                        const std::vector<missy::Message>& corpus, bool without_fts) {
+  const std::string path = dir + "/append-" + std::to_string(writers) + "-" + std::to_string(batch) + "-" +
+                           std::to_string(max_batch) + ".db";
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
+  missy::DatabaseOptions options;
+  options.max_batch = max_batch;
+  auto db = missy::Database::Open(path, options);
+  if (!db.ok()) {
+    std::fprintf(stderr, "open %s: %s\n", path.c_str(), db.status().ToString().c_str());
+    std::exit(1);
+  }
+  if (without_fts) {
+    sqlite3* raw = nullptr;
+    sqlite3_open(path.c_str(), &raw);
+    sqlite3_exec(raw, "DROP TRIGGER messages_ai", nullptr, nullptr, nullptr);
+    sqlite3_close(raw);
+  }
+  for (int w = 0; w < writers; ++w) {
+    missy::Session s;
+    s.id = "bench-" + std::to_string(w);
+    s.created_at_ms = NowMs();
+    if (!(*db)->CreateSession(s).ok()) std::exit(1);
+  }
+  std::atomic<bool> go{false}, stop{false};
+  std::atomic<int64_t> messages{0}, calls{0};
+  std::vector<std::vector<double>> latencies(static_cast<size_t>(writers));
+  std::vector<std::thread> threads;
+  for (int w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      const std::string session = "bench-" + std::to_string(w);
+      size_t next = static_cast<size_t>(w) * 7919;
+      while (!go.load()) std::this_thread::yield();
+      while (!stop.load(std::memory_order_relaxed)) {
+        std::vector<missy::NewMessage> b;
+        for (int k = 0; k < batch; ++k) b.push_back(missy::NewMessage{corpus[next++ % corpus.size()], 50, 0});
+        auto t0 = Clock::now();
+        auto r = (*db)->AppendMessages(session, b, NowMs());
+        auto t1 = Clock::now();
+        if (!r.ok()) {
+          std::fprintf(stderr, "append: %s\n", r.status().ToString().c_str());
+          std::exit(1);
+        }
+        latencies[static_cast<size_t>(w)].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        messages += static_cast<int64_t>(r->size());
+        ++calls;
+      }
+    });
+  }
+  auto start = Clock::now();
+  const double cpu0 = CpuSeconds();
+  go = true;
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (auto& t : threads) t.join();
+  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  const double cpu = CpuSeconds() - cpu0;
+  // Check: everything acknowledged is there.
+  int64_t stored = 0;
+  for (int w = 0; w < writers; ++w) stored += (*db)->GetSession("bench-" + std::to_string(w))->message_count;
+  if (stored != messages.load()) {
+    std::fprintf(stderr, "acknowledged %lld messages but %lld are stored\n", static_cast<long long>(messages.load()),
+                 static_cast<long long>(stored));
+    std::exit(1);
+  }
+  std::vector<double> all;
+  for (auto& v : latencies) all.insert(all.end(), v.begin(), v.end());
+  AppendResult r;
+  r.messages = messages.load();
+  r.msgs_per_s = static_cast<double>(messages.load()) / elapsed;
+  r.calls_per_s = static_cast<double>(calls.load()) / elapsed;
+  r.p50_ms = Percentile(all, 0.50);
+  r.p99_ms = Percentile(all, 0.99);
+  missy::WriterStats stats = (*db)->GetWriterStats();
+  r.avg_group = stats.transactions > 0 ? static_cast<double>(stats.writes) / static_cast<double>(stats.transactions) : 0;
+  r.cpu_us_per_msg = r.messages > 0 ? cpu * 1e6 / static_cast<double>(r.messages) : 0;
+  db->reset();
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
+  return r;
+}
+
+void SearchBench(const std::string& dir, const Corpus& corpus, int total_messages) {
+  const std::string path = dir + "/search.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
+  auto db = missy::Database::Open(path);
+  if (!db.ok()) std::exit(1);
+  const int sessions = 100;
+  const int per_session = total_messages / sessions;
+  std::mt19937 rng(11);
+  auto load_start = Clock::now();
+  for (int s = 0; s < sessions; ++s) {
+    missy::Session session;
+    session.id = "s" + std::to_string(s);
+    if (!(*db)->CreateSession(session).ok()) std::exit(1);
+    for (int done = 0; done < per_session; done += 500) {
+      std::vector<missy::NewMessage> batch;
+      for (int k = 0; k < 500 && done + k < per_session; ++k) {
+        batch.push_back(missy::NewMessage{corpus.trajectory[rng() % corpus.trajectory.size()], 50, 0});
+      }
+      if (!(*db)->AppendMessages(session.id, batch, NowMs()).ok()) std::exit(1);
+    }
+  }
+  for (int i = 0; i < 1000; ++i) {
+    missy::MemoryItem m;
+    m.text = corpus.chat[static_cast<size_t>(i) % corpus.chat.size()].text;
+    m.created_at_ms = i;
+    if (!(*db)->AddMemoryItem(m).ok()) std::exit(1);
+  }
+  double load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
+  std::printf("\nFTS search over %d messages (%d sessions, trajectory text) + 1000 memory items\n",
+              sessions * per_session, sessions);
+  std::printf("  bulk load: %.1f s (%.0f messages/s in 500-message batches)\n", load_s,
+              sessions * per_session / load_s);
+  std::printf("  %-44s %8s %8s %8s %8s %6s\n", "query kind (200 queries, max 10 hits)", "p50 ms", "p95 ms", "p99 ms",
+              "max ms", "hits");
+  struct Kind {
+    const char* name;
+    int words;
+    bool exclude;
+    bool hostile;
+  };
+  for (const Kind& kind : {Kind{"1 word, all sources", 1, false, false}, Kind{"3 words, all sources", 3, false, false},
+                           Kind{"3 words, excluding one session", 3, true, false},
+                           Kind{"8 words (user message sized)", 8, false, false},
+                           Kind{"hostile (quotes, NEAR(, *, 10 KB)", 3, false, true}}) {
+    std::vector<double> ms;
+    double hits = 0;
+    for (int q = 0; q < 200; ++q) {
+      missy::SearchOptions o;
+      for (int w = 0; w < kind.words; ++w) o.query += corpus.words[rng() % corpus.words.size()] + " ";
+      if (kind.hostile) {
+        o.query = (q % 3 == 0 ? "NEAR(\"" + o.query + "* -" : q % 3 == 1 ? "((" + o.query + "\"\"" : std::string(10240, 'x') + " " + o.query);
+      }
+      if (kind.exclude) o.exclude_session_id = "s" + std::to_string(q % sessions);
+      auto t0 = Clock::now();
+      auto r = (*db)->Search(o);
+      ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      if (!r.ok()) {
+        std::fprintf(stderr, "search failed: %s\n", r.status().ToString().c_str());
+        std::exit(1);
+      }
+      hits += static_cast<double>(r->size());
+    }
+    std::vector<double> copy = ms;
+    std::printf("  %-44s %8.2f %8.2f %8.2f %8.2f %6.1f\n", kind.name, Percentile(copy, 0.5), Percentile(copy, 0.95),
+                Percentile(copy, 0.99), *std::max_element(ms.begin(), ms.end()), hits / 200);
+  }
+  db->reset();
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double seconds = 3;
+  std::string dir;
+  int search_messages = 100000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--seconds")) seconds = std::atof(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
+    if (!std::strcmp(argv[i], "--search-messages")) search_messages = std::atoi(argv[i + 1]);
+  }
+  bool own_dir = dir.empty();
+  if (own_dir) {
+    // Not tmpfs: durability costs must be real. /var/tmp is on disk on Debian.
+    std::string tmpl = "/var/tmp/missy-storage-bench-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) return 1;
+    dir = tmpl;
+  }
+  Corpus corpus = LoadCorpus();
+  std::printf("missyd storage benchmark: SQLite %s, WAL, synchronous=FULL, dir %s, %.1f s per row\n",
+              sqlite3_libversion(), dir.c_str(), seconds);
+  std::printf("messages: chat %.0f B avg, trajectory %.0f B avg (%zu real agent messages)\n\n",
+              AverageBytes(corpus.chat), AverageBytes(corpus.trajectory), corpus.trajectory.size());
+  std::printf("Durable appends (each acknowledged after its transaction committed)\n");
+  std::printf("  %-18s %-11s %7s %6s %12s %10s %9s %9s %10s %10s\n", "mode", "messages", "writers", "batch",
+              "messages/s", "calls/s", "p50 ms", "p99 ms", "calls/txn", "cpu us/msg");
+  struct Row {
+    const char* mode;
+    int max_batch;
+    int writers;
+    int batch;
+    bool trajectory;
+    bool without_fts;
+  };
+  const Row rows[] = {
+      {"one commit/message", 1, 1, 1, false, false},   {"one commit/message", 1, 8, 1, false, false},
+      {"one commit/message", 1, 64, 1, false, false},  {"group commit", 1024, 1, 1, false, false},
+      {"group commit", 1024, 8, 1, false, false},      {"group commit", 1024, 64, 1, false, false},
+      {"group commit", 1024, 64, 1, true, false},      {"group commit", 1024, 8, 10, false, false},
+      {"group commit", 1024, 64, 10, false, false},    {"group commit", 1024, 64, 10, true, false},
+      {"no msg FTS (diag)", 1024, 64, 1, false, true}, {"no msg FTS (diag)", 1024, 64, 10, false, true},
+  };
+  for (const Row& row : rows) {
+    AppendResult r = RunAppends(dir, row.writers, row.batch, row.max_batch, seconds,
+                                row.trajectory ? corpus.trajectory : corpus.chat, row.without_fts);
+    std::printf("  %-18s %-11s %7d %6d %12.0f %10.0f %9.2f %9.2f %10.1f %10.1f\n", row.mode,
+                row.trajectory ? "trajectory" : "chat", row.writers, row.batch, r.msgs_per_s, r.calls_per_s, r.p50_ms,
+                r.p99_ms, r.avg_group, r.cpu_us_per_msg);
+    std::fflush(stdout);
+  }
+  SearchBench(dir, corpus, search_messages);
+  if (own_dir) fs::remove_all(dir);
+  return 0;
+}
