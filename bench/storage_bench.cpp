@@ -2,7 +2,7 @@
 // commit with 1, 8 and 64 concurrent writers, versus one commit per message), and
 // FTS5 search latency over 100k messages. Every append counted here returned only
 // after its transaction committed with synchronous=FULL (WAL fsynced).
-//   storage_bench [--seconds S] [--dir DIR] [--search-messages N]
+//   storage_bench [--seconds S] [--dir DIR] [--search-messages N] [--search-only]
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -276,10 +276,21 @@ int main(int argc, char** argv) {
   double seconds = 3;
   std::string dir;
   int search_messages = 100000;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--seconds")) seconds = std::atof(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--dir")) dir = argv[i + 1];
-    if (!std::strcmp(argv[i], "--search-messages")) search_messages = std::atoi(argv[i + 1]);
+  bool search_only = false;
+  for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--search-only")) {
+      search_only = true;
+    } else if (!std::strcmp(argv[i], "--seconds") && has_value) {
+      seconds = std::atof(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--dir") && has_value) {
+      dir = argv[++i];
+    } else if (!std::strcmp(argv[i], "--search-messages") && has_value) {
+      search_messages = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: storage_bench [--seconds S] [--dir DIR] [--search-messages N] [--search-only]\n");
+      return 2;
+    }
   }
   bool own_dir = dir.empty();
   if (own_dir) {
@@ -313,6 +324,7 @@ int main(int argc, char** argv) {
       {"no msg FTS (diag)", 1024, 64, 1, false, true}, {"no msg FTS (diag)", 1024, 64, 10, false, true},
   };
   for (const Row& row : rows) {
+    if (search_only) break;
     AppendResult r = RunAppends(dir, row.writers, row.batch, row.max_batch, seconds,
                                 row.trajectory ? corpus.trajectory : corpus.chat, row.without_fts);
     std::printf("  %-18s %-11s %7d %6d %12.0f %10.0f %9.2f %9.2f %10.1f %10.1f\n", row.mode,

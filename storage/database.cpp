@@ -704,7 +704,15 @@ class SqliteDatabase final : public Database {
     ReadSnapshot snapshot(c);
     for (bool all_terms : {true, false}) {
       if (!all_terms && terms.size() == 1) break;
-      const std::string match = fts::BuildMatchExpression(terms, all_terms);
+      // The any-word fallback keeps the longest words only: short ones are the common
+      // ones, and ranking every row that has any of them is what makes OR queries slow.
+      std::vector<std::string> used = terms;
+      if (!all_terms && used.size() > kMaxAnyWordTerms) {
+        std::stable_sort(used.begin(), used.end(),
+                         [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+        used.resize(kMaxAnyWordTerms);
+      }
+      const std::string match = fts::BuildMatchExpression(used, all_terms);
       MISSY_RETURN_IF_ERROR(SearchSources(c, options, match, hits));
       if (!hits.empty()) break;
     }
@@ -1064,20 +1072,22 @@ class SqliteDatabase final : public Database {
       const char* sql;
     };
     const Source sources[] = {
+        // ORDER BY rank (= bm25) lets FTS5 sort internally, so snippet() runs only for
+        // the rows actually returned, not for every match.
         {o.memory, "memory",
-         "SELECT m.id, m.text, bm25(memory_fts) AS r FROM memory_fts JOIN memory_items m ON m.n = memory_fts.rowid "
+         "SELECT m.id, m.text, memory_fts.rank FROM memory_fts JOIN memory_items m ON m.n = memory_fts.rowid "
          "WHERE memory_fts MATCH ?1 AND (?2 = '' OR m.session_id IS NULL OR m.session_id = ?2) "
-         "AND (?3 = '' OR m.session_id IS NULL OR m.session_id <> ?3) ORDER BY r LIMIT ?5"},
+         "AND (?3 = '' OR m.session_id IS NULL OR m.session_id <> ?3) ORDER BY memory_fts.rank LIMIT ?5"},
         {o.summaries, "summary",
-         "SELECT s.id, snippet(summaries_fts, 0, '', '', '...', ?4), bm25(summaries_fts) AS r "
+         "SELECT s.id, snippet(summaries_fts, 0, '', '', '...', ?4), summaries_fts.rank "
          "FROM summaries_fts JOIN summaries s ON s.n = summaries_fts.rowid "
          "WHERE summaries_fts MATCH ?1 AND (?2 = '' OR s.session_id = ?2) AND (?3 = '' OR s.session_id <> ?3) "
-         "ORDER BY r LIMIT ?5"},
+         "ORDER BY summaries_fts.rank LIMIT ?5"},
         {o.messages, "message",
-         "SELECT m.session_id || ':' || m.seq, snippet(messages_fts, 0, '', '', '...', ?4), bm25(messages_fts) AS r "
+         "SELECT m.session_id || ':' || m.seq, snippet(messages_fts, 0, '', '', '...', ?4), messages_fts.rank "
          "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
          "WHERE messages_fts MATCH ?1 AND (?2 = '' OR m.session_id = ?2) AND (?3 = '' OR m.session_id <> ?3) "
-         "ORDER BY r LIMIT ?5"},
+         "ORDER BY messages_fts.rank LIMIT ?5"},
     };
     for (const Source& source : sources) {
       if (!source.enabled) continue;
@@ -1257,6 +1267,7 @@ class SqliteDatabase final : public Database {
   }
 
   static constexpr size_t kMaxIdleReaders = 8;
+  static constexpr size_t kMaxAnyWordTerms = 8;
 
   const std::string path_;
   const DatabaseOptions options_;
