@@ -1,5 +1,7 @@
 #include "core/bpe_encoding.h"
 
+#include "core/bpe_unicode.h"
+
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
@@ -8,6 +10,7 @@
 #include <charconv>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <queue>
 #include <utility>
@@ -22,40 +25,36 @@ constexpr size_t kSmallPiece = 128;
 
 // Unicode White_Space, as Rust's regex `\s` (the reference tokenizer) defines it.
 // PCRE2's `\s` differs (e.g. U+180E in some versions), so it is never used.
-#define MISSY_WS                                                                   \
-  "\\t\\n\\x{0B}\\f\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}" \
-  "\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
+constexpr const char* kWhiteSpace =
+    "\\t\\n\\x{0B}\\f\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}"
+    "\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
 
-// cl100k_base: tiktoken's pat_str with `\s` spelled out. Possessive quantifiers are
-// added only where they cannot change the match (the following item cannot match what
-// the quantified item would give back).
-constexpr const char* kCl100kPattern =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)"
-    "|[^\\r\\n\\p{L}\\p{N}]?+\\p{L}++"
-    "|\\p{N}{1,3}+"
-    "| ?[^" MISSY_WS "\\p{L}\\p{N}]++[\\r\\n]*+"
-    "|[" MISSY_WS "]*[\\r\\n]+"
-    "|[" MISSY_WS "]+(?![^" MISSY_WS "])"
-    "|[" MISSY_WS "]+";
-
-// o200k_base: tiktoken's pat_str with `\s` spelled out.
-constexpr const char* kO200kPattern =
-    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
-    "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*"
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
-    "|\\p{N}{1,3}"
-    "| ?[^" MISSY_WS "\\p{L}\\p{N}]+[\\r\\n/]*"
-    "|[" MISSY_WS "]*[\\r\\n]+"
-    "|[" MISSY_WS "]+(?![^" MISSY_WS "])"
-    "|[" MISSY_WS "]+";
-
-#undef MISSY_WS
-
-const char* PatternFor(std::string_view name) {
-  if (name == "o200k_base") return kO200kPattern;
-  if (name == "cl100k_base") return kCl100kPattern;
-  return nullptr;
+// The split patterns are tiktoken's pat_str with `\s` spelled out and each Unicode
+// class extended by the code points PCRE2's older Unicode tables lack (bpe_unicode.h).
+std::string SplitPattern(std::string_view name) {
+  namespace u = bpe_unicode;
+  const std::string ws = kWhiteSpace;
+  const std::string letter = std::string("\\p{L}") + u::kExtraLetter;
+  const std::string number = std::string("\\p{N}") + u::kExtraNumber;
+  const std::string not_letter_number = "[^\\r\\n" + letter + number + "]";
+  const std::string punct = "[^" + ws + letter + number + "]";
+  const std::string tail = "|[" + ws + "]*[\\r\\n]+|[" + ws + "]+(?![^" + ws + "])|[" + ws + "]+";
+  if (name == "cl100k_base") {
+    // Possessive quantifiers are added only where they cannot change the match (what
+    // follows cannot match what the quantified item would give back).
+    return "(?i:'s|'t|'re|'ve|'m|'ll|'d)|" + not_letter_number + "?+[" + letter + "]++|[" +
+           number + "]{1,3}+| ?" + punct + "++[\\r\\n]*+" + tail;
+  }
+  if (name == "o200k_base") {
+    const std::string upper =
+        std::string("[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}") + u::kExtraUpperish + "]";
+    const std::string lower = std::string("[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}") + u::kExtraLowerish + "]";
+    const std::string contraction = "(?i:'s|'t|'re|'ve|'m|'ll|'d)?";
+    return not_letter_number + "?" + upper + "*" + lower + "+" + contraction + "|" +
+           not_letter_number + "?" + upper + "+" + lower + "*" + contraction + "|[" + number +
+           "]{1,3}| ?" + punct + "+[\\r\\n/]*" + tail;
+  }
+  return {};
 }
 
 inline uint64_t Load64(const uint8_t* p) {
@@ -223,12 +222,14 @@ MatchScratch& ThreadScratch() {
   return scratch;
 }
 
-// Per-thread buffers for the heap merge of long pieces.
+// Per-thread buffers for the merge of long pieces.
 struct MergeScratch {
   std::vector<uint32_t> next;
   std::vector<uint32_t> prev;
   std::vector<uint32_t> pair_rank;
-  std::vector<uint64_t> heap;
+  std::vector<uint64_t> sorted;  // candidate pairs, ascending
+  std::vector<uint64_t> merged;  // scratch for folding the heap into `sorted`
+  std::vector<uint64_t> heap;    // candidate pairs formed by merges (min-heap)
 };
 
 MergeScratch& ThreadMergeScratch() {
@@ -242,11 +243,11 @@ class BpeEncoding::Impl {
  public:
   ~Impl() { pcre2_code_free(code_); }
 
-  Status Init(const char* pattern, std::string_view contents) {
+  Status Init(const std::string& pattern, std::string_view contents) {
     MISSY_RETURN_IF_ERROR(LoadRanks(contents));
     int error = 0;
     PCRE2_SIZE offset = 0;
-    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern), PCRE2_ZERO_TERMINATED,
+    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                           PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error, &offset,
                           nullptr);
     if (code_ == nullptr) {
@@ -349,15 +350,20 @@ class BpeEncoding::Impl {
     return m - 1;
   }
 
-  // Same merge order as MergeSmall (lowest rank first, leftmost on ties), in
-  // O(n log n): a min-heap of (rank, start) over a linked list of parts. Stale heap
-  // entries are recognised because the part's current pair rank no longer matches.
+  // Same merge order as MergeSmall (lowest rank first, leftmost on ties) over a linked
+  // list of parts, in O(n log n). Candidate pairs are keyed (rank << 32 | start); the
+  // next one is the smaller of the head of a sorted array (read in order) and the top
+  // of a min-heap that receives the pairs formed by merges. When the heap grows as
+  // large as what is left of the array, it is sorted and merged into the array: long
+  // runs are then handled mostly by sequential sweeps instead of heap operations. A
+  // candidate whose part no longer has that pair rank is stale and skipped.
   template <bool kIds, typename Emit>
   size_t MergeLarge(const uint8_t* p, size_t n, Emit& emit) const {
     MergeScratch& s = ThreadMergeScratch();
     s.next.resize(n + 1);
     s.prev.resize(n + 1);
     s.pair_rank.resize(n + 1);
+    s.sorted.clear();
     s.heap.clear();
     auto pair_rank = [&](uint32_t i) -> uint32_t {
       uint32_t j = s.next[i];
@@ -370,16 +376,37 @@ class BpeEncoding::Impl {
     }
     for (uint32_t i = 0; i + 1 < n; ++i) {
       s.pair_rank[i] = ranks_.Find(p + i, 2);
-      if (s.pair_rank[i] != kNoRank) s.heap.push_back((uint64_t{s.pair_rank[i]} << 32) | i);
+      if (s.pair_rank[i] != kNoRank) s.sorted.push_back((uint64_t{s.pair_rank[i]} << 32) | i);
     }
     s.pair_rank[n - 1] = kNoRank;
-    auto cmp = std::greater<uint64_t>();
-    std::make_heap(s.heap.begin(), s.heap.end(), cmp);
+    std::sort(s.sorted.begin(), s.sorted.end());
+    const auto greater = std::greater<uint64_t>();
+    auto push = [&](uint32_t i) {
+      s.heap.push_back((uint64_t{s.pair_rank[i]} << 32) | i);
+      std::push_heap(s.heap.begin(), s.heap.end(), greater);
+    };
     size_t parts = n;
-    while (!s.heap.empty()) {
-      std::pop_heap(s.heap.begin(), s.heap.end(), cmp);
-      uint64_t top = s.heap.back();
-      s.heap.pop_back();
+    size_t cursor = 0;
+    for (;;) {
+      if (s.heap.size() >= 64 && s.heap.size() >= s.sorted.size() - cursor) {
+        std::sort(s.heap.begin(), s.heap.end());
+        s.merged.clear();
+        std::merge(s.sorted.begin() + static_cast<ptrdiff_t>(cursor), s.sorted.end(),
+                   s.heap.begin(), s.heap.end(), std::back_inserter(s.merged));
+        s.sorted.swap(s.merged);
+        s.heap.clear();
+        cursor = 0;
+      }
+      uint64_t top;
+      if (!s.heap.empty() && (cursor == s.sorted.size() || s.heap.front() < s.sorted[cursor])) {
+        std::pop_heap(s.heap.begin(), s.heap.end(), greater);
+        top = s.heap.back();
+        s.heap.pop_back();
+      } else if (cursor < s.sorted.size()) {
+        top = s.sorted[cursor++];
+      } else {
+        break;
+      }
       const uint32_t rank = static_cast<uint32_t>(top >> 32);
       const uint32_t i = static_cast<uint32_t>(top);
       if (s.pair_rank[i] != rank) continue;  // stale (merged away, or its pair changed)
@@ -390,17 +417,11 @@ class BpeEncoding::Impl {
       s.pair_rank[j] = kNoRank;
       --parts;
       s.pair_rank[i] = pair_rank(i);
-      if (s.pair_rank[i] != kNoRank) {
-        s.heap.push_back((uint64_t{s.pair_rank[i]} << 32) | i);
-        std::push_heap(s.heap.begin(), s.heap.end(), cmp);
-      }
+      if (s.pair_rank[i] != kNoRank) push(i);
       const uint32_t h = s.prev[i];
       if (h != kNoRank) {
         s.pair_rank[h] = pair_rank(h);
-        if (s.pair_rank[h] != kNoRank) {
-          s.heap.push_back((uint64_t{s.pair_rank[h]} << 32) | h);
-          std::push_heap(s.heap.begin(), s.heap.end(), cmp);
-        }
+        if (s.pair_rank[h] != kNoRank) push(h);
       }
     }
     if constexpr (kIds) {
@@ -430,22 +451,22 @@ class BpeEncoding::Impl {
       contents = eol == std::string_view::npos ? std::string_view() : contents.substr(eol + 1);
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       if (line.empty()) continue;
-      const std::string where = "rank file line " + std::to_string(line_no);
+      auto where = [line_no] { return "rank file line " + std::to_string(line_no); };
       size_t space = line.find(' ');
       if (space == std::string_view::npos) {
-        return Status::Corruption(where + ": expected '<base64> <rank>'");
+        return Status::Corruption(where() + ": expected '<base64> <rank>'");
       }
       if (!DecodeBase64(line.substr(0, space), token)) {
-        return Status::Corruption(where + ": bad base64 token");
+        return Status::Corruption(where() + ": bad base64 token");
       }
       std::string_view num = line.substr(space + 1);
       uint32_t rank = 0;
       auto [ptr, ec] = std::from_chars(num.data(), num.data() + num.size(), rank);
       if (ec != std::errc() || ptr != num.data() + num.size() || rank == kNoRank) {
-        return Status::Corruption(where + ": bad rank '" + std::string(num) + "'");
+        return Status::Corruption(where() + ": bad rank '" + std::string(num) + "'");
       }
       if (!ranks_.Insert(token, rank)) {
-        return Status::Corruption(where + ": duplicate token");
+        return Status::Corruption(where() + ": duplicate token");
       }
       max_rank = std::max(max_rank, rank);
     }
@@ -473,17 +494,18 @@ BpeEncoding::BpeEncoding(std::string name, std::unique_ptr<Impl> impl)
 
 BpeEncoding::~BpeEncoding() = default;
 
-bool BpeEncoding::IsKnownEncoding(std::string_view name) { return PatternFor(name) != nullptr; }
+bool BpeEncoding::IsKnownEncoding(std::string_view name) {
+  return name == "o200k_base" || name == "cl100k_base";
+}
 
 Result<std::shared_ptr<const BpeEncoding>> BpeEncoding::FromTiktoken(
     std::string_view name, std::string_view file_contents) {
-  const char* pattern = PatternFor(name);
-  if (pattern == nullptr) {
+  if (!IsKnownEncoding(name)) {
     return Status::InvalidArgument("unknown BPE encoding '" + std::string(name) +
                                    "' (known: o200k_base, cl100k_base)");
   }
   auto impl = std::make_unique<Impl>();
-  Status st = impl->Init(pattern, file_contents);
+  Status st = impl->Init(SplitPattern(name), file_contents);
   if (!st.ok()) return Status(st.code(), std::string(name) + ": " + st.message());
   return std::shared_ptr<const BpeEncoding>(new BpeEncoding(std::string(name), std::move(impl)));
 }
