@@ -74,9 +74,12 @@ struct NetOptions {
 
 class NetServer {
  public:
-  // Binds both sockets (or fails with a clear Status naming the path).
+  // Binds both sockets (or fails with a clear Status naming the path): kAlreadyExists
+  // when a server is live on a path or the path is not a socket, kInvalidArgument for
+  // a path that is empty or too long for sockaddr_un (107 bytes).
   static Result<std::unique_ptr<NetServer>> Create(const NetOptions& options, HttpHandler handler,
                                                    BacklogProvider backlog = {});
+  // Closes everything and removes the socket files. Run() must have returned.
   virtual ~NetServer() = default;
 
   // Runs the event loop on options.handler_threads threads; returns after Stop()
@@ -89,7 +92,8 @@ class NetServer {
   virtual void HandleSignals(std::function<void()> on_reload) = 0;
 
   // Broadcast one line (no trailing newline) with its event type (for filtering) and
-  // seq. Thread-safe, never blocks.
+  // seq. Thread-safe, never blocks. A subscriber receives the lines published after it
+  // was accepted, in Publish() order; callers publish in seq order.
   virtual void Publish(int64_t seq, const std::string& event_type, std::string line) = 0;
   virtual size_t SubscriberCount() const = 0;
 

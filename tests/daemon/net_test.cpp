@@ -503,6 +503,27 @@ TEST(NetServerTest, StopLetsInFlightRequestFinish) {
   EXPECT_FALSE(after.ok());
 }
 
+TEST(NetServerTest, GraceBoundsARequestThatNeverCompletes) {
+  TempDir dir;
+  std::atomic<int> handled{0};
+  RunningServer server(Options(dir), [&](const HttpRequest& r) {
+    ++handled;
+    return Echo(r);
+  });
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  RawSocket raw(dir.Join("run/missyd.sock"));
+  ASSERT_TRUE(raw.ok());
+  // Headers and 3 of the 10 announced body bytes: the request is in flight for good.
+  ASSERT_TRUE(raw.Send("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc"));
+  std::this_thread::sleep_for(50ms);  // let the server start reading it
+  auto took = server.StopAndJoin(300ms);
+  EXPECT_GE(took, 250ms);
+  EXPECT_LT(took, 2s);
+  EXPECT_EQ(raw.ReadUntil("never sent", 2s), "");
+  EXPECT_TRUE(raw.eof());
+  EXPECT_EQ(handled.load(), 0);
+}
+
 TEST(NetServerTest, StopWithNothingInFlightReturnsQuickly) {
   TempDir dir;
   NetOptions opts = Options(dir);
@@ -733,7 +754,7 @@ TEST(NetBroadcastTest, SlowSubscriberIsCutOffWithoutSlowingOthers) {
   reader.join();
   EXPECT_TRUE(fast_in_order.load());
   EXPECT_EQ(fast_got.load(), kLines);
-  EXPECT_LT(worst, 100ms) << "Publish blocked";
+  EXPECT_LT(worst, 500ms) << "Publish blocked";
   ASSERT_TRUE(WaitUntil([&] { return server->SubscriberCount() == 1; }));
 
   // The slow one got an in-order prefix, then (best effort) the gap notice, then EOF.
