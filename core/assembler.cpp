@@ -462,25 +462,65 @@ Result<AssembledContext> AssembleContext(const ContextInput& in, const MessageTo
   // included summary is not repeated, and the fill stops there: raw messages older than
   // an included summary would break chronological order. The first group that does not
   // fit ends the fill, so the kept part is contiguous.
+  // With an eviction anchor (cache-friendly eviction), the kept part starts exactly at
+  // the anchor while everything from it fits; once it does not, whole groups are evicted
+  // from the front down to (1 - slack_fraction) of the room, so the following requests
+  // share the same prefix again.
   size_t keep_from = tail_start;
   {
-    size_t gi = groups.size();
-    while (gi > 0 && groups[gi - 1].begin >= tail_start) --gi;
-    while (gi > 0) {
-      const GroupSpan& g = groups[gi - 1];
-      bool covered = false;
-      for (size_t i = g.begin; i < g.end && !covered; ++i) covered = included.Covers(entries[i].seq);
-      if (covered) break;
+    size_t first_gi = groups.size();
+    while (first_gi > 0 && groups[first_gi - 1].begin >= tail_start) --first_gi;
+    auto covered_group = [&](const GroupSpan& g) {
+      for (size_t i = g.begin; i < g.end; ++i) {
+        if (included.Covers(entries[i].seq)) return true;
+      }
+      return false;
+    };
+    auto group_tokens = [&](const GroupSpan& g) {
       int64_t t = 0;
       for (size_t i = g.begin; i < g.end; ++i) {
         renderer.Render(entries[i], cap);
         t += entries[i].tokens;
       }
-      if (t > remaining) break;
-      remaining -= t;
-      keep_from = g.begin;
-      --gi;
+      return t;
+    };
+    // Newest-first fill within `room`; returns the tokens used.
+    auto fill = [&](int64_t room) {
+      int64_t used = 0;
+      for (size_t gi = first_gi; gi > 0; --gi) {
+        const GroupSpan& g = groups[gi - 1];
+        if (covered_group(g)) break;
+        const int64_t t = group_tokens(g);
+        if (used + t > room) break;
+        used += t;
+        keep_from = g.begin;
+      }
+      return used;
+    };
+    const int64_t anchor = in.eviction.anchor_seq;
+    bool done = false;
+    if (anchor > 0) {
+      int64_t from_anchor = 0;
+      size_t anchor_from = tail_start;
+      for (size_t gi = first_gi; gi > 0; --gi) {
+        const GroupSpan& g = groups[gi - 1];
+        if (entries[g.begin].seq < anchor || covered_group(g)) break;
+        from_anchor += group_tokens(g);
+        anchor_from = g.begin;
+        if (from_anchor > remaining) break;
+      }
+      if (from_anchor <= remaining) {
+        keep_from = anchor_from;
+        remaining -= from_anchor;
+        r.eviction = "anchored";
+      } else {
+        const double keep_share = 1.0 - std::clamp(in.eviction.slack_fraction, 0.0, 1.0);
+        remaining -= fill(static_cast<int64_t>(static_cast<double>(remaining) * keep_share));
+        r.eviction = "anchor_moved";
+      }
+      done = true;
     }
+    if (!done) remaining -= fill(remaining);
   }
 
   // 10. Output, and the rest of the report.
@@ -551,7 +591,8 @@ boost::json::object ContextReportToJson(const ContextReport& r) {
                               {"dropped_messages", r.dropped_messages},
                               {"covered_messages", r.covered_messages},
                               {"first_kept_seq", r.first_kept_seq},
-                              {"first_fresh_seq", r.first_fresh_seq}};
+                              {"first_fresh_seq", r.first_fresh_seq},
+                              {"eviction", r.eviction}};
   o["new_message"] = json::object{{"tokens", r.new_message_tokens},
                                   {"dropped", r.new_message_dropped}};
   json::array sanitized;

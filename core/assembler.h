@@ -46,6 +46,18 @@ struct Learning {
   int64_t created_at_ms = 0;
 };
 
+// Cache-friendly eviction. Plain rule 3 keeps the longest suffix that fits, so once the
+// budget is full every request evicts a little and the provider's prompt cache misses.
+// When the daemon passes the previous context's report.first_kept_seq as anchor_seq,
+// the kept part starts exactly there while everything from it fits (older groups are
+// not added back even if they would fit); when it no longer fits, groups are evicted
+// from the front down to (1 - slack_fraction) of the room, and the new first_kept_seq
+// is the next anchor. Reset the anchor (0) after a compaction.
+struct EvictionOptions {
+  int64_t anchor_seq = 0;       // 0: plain rule 3 (newest-first fill, maximal)
+  double slack_fraction = 0.2;  // share of the room left free when the anchor moves
+};
+
 struct ContextInput {
   TokenBudget budget;          // budget.total already reflects the model window
   int64_t context_window = 0;  // the model's window (report only; 0 = unknown)
@@ -65,6 +77,7 @@ struct ContextInput {
                                         // render pruned, whatever these options say
   int64_t min_tool_output_tokens = 128;  // floor when the fresh tail must be squeezed (rule 1)
   int64_t max_learnings = 5;            // at most this many learnings, as many as fit
+  EvictionOptions eviction;             // cache-friendly eviction (off unless anchored)
 };
 
 // A message left out by the read-time sanitizer (core/sanitizer.h).
@@ -120,6 +133,7 @@ struct ContextReport {
   bool tail_squeezed = false;         // rule 1: the fresh tail alone did not fit
   int64_t tail_dropped_messages = 0;  // rule 1: oldest tail groups left out
   bool new_message_dropped = false;   // the sanitizer removed the new message
+  std::string eviction = "fill";      // "fill" (rule 3) | "anchored" | "anchor_moved"
 };
 
 struct AssembledContext {

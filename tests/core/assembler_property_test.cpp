@@ -166,6 +166,10 @@ TEST(AssemblerPropertyTest, RandomHistoriesKeepEveryInvariant) {
       }
     }
     if (rng() % 2) in.new_message = Message::User(RandomText(rng, 1 + rng() % 200));
+    if (rng() % 3 == 0 && !in.history.empty()) {
+      in.eviction.anchor_seq = 1 + static_cast<int64_t>(rng() % in.history.size());
+      in.eviction.slack_fraction = (rng() % 50) / 100.0;
+    }
     if (in.budget.Validate().ok() == false) continue;
 
     Result<AssembledContext> res = AssembleContext(in, counter);

@@ -475,5 +475,49 @@ TEST(AssemblerTest, ReportJsonHasEverySection) {
             R"({"messages":1,"newly_pruned_seqs":[3],"freed_tokens":29967})");
 }
 
+TEST(AssemblerTest, AnchoredEvictionKeepsThePrefixUntilItMustMove) {
+  const MessageTokenCounter counter = BytesCounter();
+  // 20 plain messages of 7 tokens ("u#0" .. "a#9"? all 3-4 bytes + 4); tail of 2.
+  std::vector<Message> conv = Conv("u a u a u a u a u a u a u a u a u a u a");
+  ContextInput in = BaseInput(0, 2);
+  in.history = Store(conv, counter);
+  auto tokens_from = [&](size_t i) {
+    int64_t t = 0;
+    for (; i < in.history.size(); ++i) t += in.history[i].tokens;
+    return t;
+  };
+  in.budget.total = tokens_from(10);  // plain fill: seqs 11..20
+  Result<AssembledContext> plain = AssembleContext(in, counter);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->report.first_kept_seq, 11);
+  EXPECT_EQ(plain->report.eviction, "fill");
+
+  struct Case {
+    const char* name;
+    int64_t anchor;
+    int64_t expected_first;
+    const char* eviction;
+  };
+  const std::vector<Case> cases = {
+      // Everything from seq 13 fits: keep from 13, not from 11 though 11 and 12 would fit.
+      {"anchor fits", 13, 13, "anchored"},
+      // From seq 5 does not fit: evict down to 50% of the room (8 messages of ~9 tokens
+      // minus the tail leave room for 4): start moves past the plain fill start.
+      {"anchor moves", 5, 15, "anchor_moved"},
+      {"anchor in the fresh tail", 20, 19, "anchored"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    in.eviction.anchor_seq = c.anchor;
+    in.eviction.slack_fraction = 0.5;
+    Result<AssembledContext> ctx = AssembleContext(in, counter);
+    ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+    EXPECT_EQ(ctx->report.first_kept_seq, c.expected_first);
+    EXPECT_EQ(ctx->report.eviction, c.eviction);
+    EXPECT_LE(ctx->report.used_tokens, in.budget.total);
+    EXPECT_EQ(ctx->kept_seqs.back(), 20);
+  }
+}
+
 }  // namespace
 }  // namespace missy
