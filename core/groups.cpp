@@ -41,6 +41,30 @@ size_t FreshTailStart(std::span<const StoredMessage> history, int64_t count) {
                         [&](size_t i) -> const Message& { return history[i].message; }, count);
 }
 
+std::vector<GroupSpan> ChunkOnGroups(size_t begin, size_t end, const MessageAt& at,
+                                     const std::function<int64_t(size_t)>& tokens_of,
+                                     int64_t max_tokens) {
+  std::vector<GroupSpan> chunks;
+  size_t i = begin;
+  while (i < end) {
+    GroupSpan chunk{i, i, false};
+    int64_t used = 0;
+    while (i < end) {
+      // The group starting at i.
+      size_t j = i + 1;
+      int64_t t = tokens_of(i);
+      while (j < end && !IsGroupStart(at(j))) t += tokens_of(j++);
+      if (chunk.end > chunk.begin && used + t > max_tokens) break;
+      used += t;
+      chunk.has_tool_calls = chunk.has_tool_calls || (at(i).role == Role::kAssistant && at(i).HasToolCalls());
+      chunk.end = j;
+      i = j;
+    }
+    chunks.push_back(chunk);
+  }
+  return chunks;
+}
+
 std::vector<size_t> TurnStarts(size_t n, const MessageAt& at) {
   std::vector<size_t> starts;
   for (size_t i = 0; i < n; ++i) {

@@ -43,6 +43,13 @@ size_t GroupStartAtOrBefore(size_t n, const MessageAt& at, size_t index);
 size_t FreshTailStart(size_t n, const MessageAt& at, int64_t count);
 size_t FreshTailStart(std::span<const StoredMessage> history, int64_t count);
 
+// Cuts [begin, end) into consecutive chunks of whole groups, each of at most `max_tokens`
+// (tokens_of(i) = cost of message i) — the leaf-summary chunks of DESIGN.md §5. A single
+// group larger than max_tokens forms a chunk of its own (never split).
+std::vector<GroupSpan> ChunkOnGroups(size_t begin, size_t end, const MessageAt& at,
+                                     const std::function<int64_t(size_t)>& tokens_of,
+                                     int64_t max_tokens);
+
 // Indices of user messages (turn starts), in order.
 std::vector<size_t> TurnStarts(size_t n, const MessageAt& at);
 // Index of the last user message, or n when there is none.

@@ -86,5 +86,28 @@ TEST(GroupsTest, StoredHistoryOverload) {
   EXPECT_EQ(FreshTailStart(h, 2), 1u);
 }
 
+TEST(GroupsTest, ChunksForSummariesCutOnGroupBoundaries) {
+  struct Case {
+    const char* conv;
+    int64_t max_tokens;  // every message costs 10
+    const char* chunks;
+  };
+  const std::vector<Case> cases = {
+      {"u a u a", 20, "[0,2) [2,4)"},
+      // The 3-message group never splits: 30 > 25 gives it a chunk of its own.
+      {"u aTC(A,B) t(A) t(B) a", 25, "[0,1) [1,4)* [4,5)"},
+      {"u aTC(A) t(A) aTC(B) t(B) a", 40, "[0,3)* [3,6)*"},
+      {"u a", 1000, "[0,2)"},
+      {"", 10, ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.conv) + " max=" + std::to_string(c.max_tokens));
+    std::vector<Message> m = Conv(c.conv);
+    EXPECT_EQ(Spans(ChunkOnGroups(0, m.size(), [&](size_t i) -> const Message& { return m[i]; },
+                                  [](size_t) -> int64_t { return 10; }, c.max_tokens)),
+              c.chunks);
+  }
+}
+
 }  // namespace
 }  // namespace missy

@@ -74,7 +74,8 @@ struct ReplayStats {
   int64_t max_used = 0;
 };
 
-ReplayStats Replay(const std::string& name, const std::vector<Message>& messages) {
+ReplayStats Replay(const std::string& name, const std::vector<Message>& messages,
+                   bool anchored = false) {
   const MessageTokenCounter counter(std::make_shared<HeuristicTokenCounter>());
   ReplayStats stats;
   ContextInput in;  // Missy defaults: total 30,000
@@ -114,6 +115,7 @@ ReplayStats Replay(const std::string& name, const std::vector<Message>& messages
       for (size_t k = tail; k < in.history.size(); ++k) {
         EXPECT_TRUE(kept.count(in.history[k].seq)) << "fresh tail seq " << in.history[k].seq;
       }
+      if (anchored) in.eviction.anchor_seq = ctx.report.first_kept_seq;
       // Persist the pruning decision, as the daemon does.
       for (int64_t seq : ctx.report.newly_pruned_seqs) {
         in.history[static_cast<size_t>(seq - 1)].flags |= kFlagPruned;
@@ -143,15 +145,22 @@ ReplayStats Replay(const std::string& name, const std::vector<Message>& messages
   return stats;
 }
 
-TEST(ReplayTest, RealTrajectoriesAt30kTokens) {
+std::vector<std::string> TrajectoryFiles(std::filesystem::path* dir) {
   const std::string readme = testing::TrajectoryPath("README.md");
-  if (readme.empty() || !std::filesystem::exists(readme)) GTEST_SKIP() << "no trajectories";
-  const std::filesystem::path dir = std::filesystem::path(readme).parent_path();
+  if (readme.empty() || !std::filesystem::exists(readme)) return {};
+  *dir = std::filesystem::path(readme).parent_path();
   std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+  for (const auto& e : std::filesystem::directory_iterator(*dir)) {
     if (e.path().extension() == ".jsonl") files.push_back(e.path().filename().string());
   }
   std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST(ReplayTest, RealTrajectoriesAt30kTokens) {
+  std::filesystem::path dir;
+  std::vector<std::string> files = TrajectoryFiles(&dir);
+  if (files.empty()) GTEST_SKIP() << "no trajectories";
   ASSERT_GE(files.size(), 6u);
   int total_contexts = 0;
   for (const std::string& f : files) {
@@ -166,6 +175,23 @@ TEST(ReplayTest, RealTrajectoriesAt30kTokens) {
     EXPECT_GT(s.contexts, 0) << f;
   }
   EXPECT_GT(total_contexts, 500);
+}
+
+// Cache-friendly eviction: the daemon feeds back first_kept_seq as the anchor. Every
+// invariant still holds, and most consecutive requests share their whole prefix.
+TEST(ReplayTest, AnchoredEvictionKeepsPrefixesStable) {
+  std::filesystem::path dir;
+  std::vector<std::string> files = TrajectoryFiles(&dir);
+  if (files.empty()) GTEST_SKIP() << "no trajectories";
+  int pairs = 0, identical = 0;
+  for (const std::string& f : files) {
+    ReplayStats s = Replay(f + " (anchored)", LoadTrajectory((dir / f).string()), true);
+    pairs += s.contexts - 1;
+    identical += s.identical;
+  }
+  std::printf("anchored eviction: %d of %d consecutive requests with an identical prefix\n",
+              identical, pairs);
+  EXPECT_GE(identical * 100, pairs * 85);
 }
 
 TEST(ReplayTest, Synthetic500Turns) {
