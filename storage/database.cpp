@@ -1262,6 +1262,11 @@ class SqliteDatabase final : public Database {
   }
 
   void ReleaseReader(std::unique_ptr<Connection> conn) {
+    // A snapshot left open (a failed COMMIT) would pin the connection to old data.
+    if (conn->InTransaction()) {
+      (void)conn->Exec("ROLLBACK");
+      if (conn->InTransaction()) return;  // drop it
+    }
     std::lock_guard lock(readers_mu_);
     if (idle_readers_.size() < kMaxIdleReaders) idle_readers_.push_back(std::move(conn));
   }
@@ -1337,7 +1342,8 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path, const 
   }
   // FULL: a commit is on disk (WAL fsynced) before it is acknowledged. NORMAL would
   // lose the last commits on power loss, and group commit makes FULL cheap.
-  MISSY_RETURN_IF_ERROR(c.Exec("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;",
+  MISSY_RETURN_IF_ERROR(c.Exec("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; "
+                               "PRAGMA journal_size_limit = 67108864;",
                                "database " + path + ": set pragmas"));
   if (options.max_page_count > 0) {
     MISSY_RETURN_IF_ERROR(c.Exec("PRAGMA max_page_count = " + std::to_string(options.max_page_count)));

@@ -1,8 +1,12 @@
-// Database: missyd's SQLite store (WAL, busy_timeout, migrations keyed on
-// PRAGMA user_version). Thread-safe: any method may be called from any thread.
-// Every write method returns only after its transaction committed; on error nothing
-// of the call is stored. A database whose user_version is newer than this build
-// knows is refused by Open() with kCorruption, and left untouched.
+// Database: missyd's SQLite store (WAL, synchronous=FULL, busy_timeout, migrations
+// keyed on PRAGMA user_version). Thread-safe: any method may be called from any thread.
+// Writes go to one writer thread that gathers concurrent writes into one transaction
+// (group commit, each write in its own savepoint); reads use a pool of read-only
+// connections. Every write method returns only after its transaction committed (and
+// the WAL was fsynced); on error nothing of the call is stored. Disk full, read-only
+// file or I/O error on a write → kUnavailable, and reads keep working. A database
+// whose user_version is newer than this build knows is refused by Open() with
+// kCorruption, and left untouched.
 #pragma once
 
 #include <cstdint>
