@@ -2,6 +2,17 @@
 // daemon found for it (summaries, memory hits, learnings), builds the message list to
 // send to the provider and a budget report. Pure: no I/O, no clock; same input, same
 // output. The result never exceeds the budget; tool-call groups are never split.
+//
+// Output order (Missy's): the enriched system message (base prompt + "## Relevant
+// Memory" + "## Past Learnings"; absent when all three are empty), one user message per
+// included summary ("[Conversation Summary — depth D, N messages, covers START to END]\n"
+// + text), the kept evictable history, the fresh tail, the new message. History is
+// sanitized first (core/sanitizer.h); long tool outputs are middle-out truncated (rule
+// 6) and pruned ones (kFlagPruned, sticky) sent as the placeholder, in the output only.
+//
+// What the caller persists afterwards: kFlagPruned on report.newly_pruned_seqs (so the
+// next request renders the same bytes), and, with cache-friendly eviction, the
+// report.first_kept_seq as the next EvictionOptions::anchor_seq.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +39,7 @@ struct SummaryView {
   int64_t start_ms = 0;       // time range covered
   int64_t end_ms = 0;
   std::string text;
-  int64_t tokens = 0;
+  int64_t tokens = 0;  // informative: the rendered summary message is counted here
 };
 
 struct MemoryHit {
@@ -52,7 +63,8 @@ struct Learning {
 // the kept part starts exactly there while everything from it fits (older groups are
 // not added back even if they would fit); when it no longer fits, groups are evicted
 // from the front down to (1 - slack_fraction) of the room, and the new first_kept_seq
-// is the next anchor. Reset the anchor (0) after a compaction.
+// is the next anchor. A summary included later needs no reset: covered groups end the
+// kept part anyway. Both modes keep the kept part contiguous and within budget.
 struct EvictionOptions {
   int64_t anchor_seq = 0;       // 0: plain rule 3 (newest-first fill, maximal)
   double slack_fraction = 0.2;  // share of the room left free when the anchor moves
@@ -153,6 +165,23 @@ std::string FormatIsoUtcSeconds(int64_t epoch_ms);
 // "[Conversation Summary — depth D, N messages, covers START to END]"
 std::string SummaryHeader(const SummaryView& s);
 
+// The budget report as JSON (every number in tokens unless named otherwise):
+// {"context_window","max_output_tokens","total","used_tokens","available",
+//  "zone": "safe"|"warning"|"overflow", "should_summarize": bool,
+//  "system": {"tokens" (measured or reserve),"measured","message_tokens" (as sent)},
+//  "tools": {"tokens","measured"},
+//  "memory": {"budget","tokens","items"}, "learnings": {"budget","tokens","items"},
+//  "summaries": {"tokens","included","skipped","included_ids":[...],"skipped_ids":[...]},
+//  "history": {"budget" (room for summaries + messages + new message),"tokens" (history
+//     messages sent),"demand_tokens","threshold_tokens","uncovered_messages",
+//     "kept_messages","fresh_tail_messages","dropped_messages" (evicted),
+//     "covered_messages" (in an included summary),"first_kept_seq","first_fresh_seq",
+//     "eviction": "fill"|"anchored"|"anchor_moved"},
+//  "new_message": {"tokens","dropped"},
+//  "sanitized": [{"seq" (0 = new message),"tool_call_id","reason","detail"}],
+//  "truncated": [{"seq","original_tokens","tokens"}],
+//  "pruned": {"messages" (sent as placeholder),"newly_pruned_seqs":[...],"freed_tokens"},
+//  "fresh_tail": {"squeezed" (rule 1 applied),"dropped_messages"}}
 boost::json::object ContextReportToJson(const ContextReport& report);
 
 }  // namespace missy
