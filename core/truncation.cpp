@@ -8,26 +8,83 @@ namespace {
 
 bool IsContinuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
-// Longest prefix of `s` (in bytes, on a code point boundary) with at most `budget` tokens.
-size_t LongestHead(std::string_view s, int64_t budget, const MessageTokenCounter& counter) {
-  if (budget <= 0) return 0;
-  // A token spans at most a few dozen bytes in practice; bound the search for speed.
-  size_t hi = std::min(s.size(), static_cast<size_t>(budget) * 64);
-  size_t lo = 0;
+// Counting a whole prefix at every step of a binary search costs O(n log n) tokenizer
+// work per output, which dominated context assembly with large tool outputs. Instead the
+// text is counted once in newline-bounded chunks (a tokenizer piece rarely spans a
+// newline, so chunk counts add up to the whole count or slightly above), the search runs
+// only inside the chunk where the cut falls, and one exact count verifies the result;
+// when it does not verify, the exact search over the whole range is the fallback.
+constexpr size_t kChunkBytes = 1024;
+
+// End of the chunk starting at `pos`: just after the next newline within kChunkBytes,
+// otherwise kChunkBytes further on a code point boundary.
+size_t ChunkEnd(std::string_view s, size_t pos) {
+  const size_t limit = std::min(s.size(), pos + kChunkBytes);
+  const size_t nl = s.substr(pos, limit - pos).find('\n');
+  if (nl != std::string_view::npos) return pos + nl + 1;
+  if (limit == s.size()) return limit;
+  const size_t b = Utf8BoundaryAtOrBefore(s, limit);
+  return b > pos ? b : Utf8BoundaryAtOrAfter(s, limit);
+}
+
+// Largest cut in [lo, hi] on a code point boundary with fits(cut); fits(lo) holds.
+template <typename Fits>
+size_t LargestFittingCut(std::string_view s, size_t lo, size_t hi, Fits fits) {
   while (lo < hi) {
     size_t mid = Utf8BoundaryAtOrBefore(s, lo + (hi - lo + 1) / 2);
     if (mid <= lo) {
-      // No boundary strictly between lo and the midpoint: try the next one up.
       mid = Utf8BoundaryAtOrAfter(s, lo + 1);
       if (mid > hi) break;
     }
-    if (counter.CountText(s.substr(0, mid)) <= budget) {
+    if (fits(mid)) {
       lo = mid;
     } else {
       hi = mid - 1;
     }
   }
-  lo = Utf8BoundaryAtOrBefore(s, lo);
+  return Utf8BoundaryAtOrBefore(s, lo);
+}
+
+// Smallest start in [lo, hi] on a code point boundary with fits(start); fits(hi) holds.
+template <typename Fits>
+size_t SmallestFittingStart(std::string_view s, size_t lo, size_t hi, Fits fits) {
+  while (lo < hi) {
+    size_t mid = Utf8BoundaryAtOrAfter(s, lo + (hi - lo) / 2);
+    if (mid >= hi) {
+      mid = Utf8BoundaryAtOrBefore(s, hi - 1);
+      if (mid < lo) break;
+    }
+    if (fits(mid)) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return Utf8BoundaryAtOrAfter(s, hi);
+}
+
+// Longest prefix of `s` (in bytes, on a code point boundary) with at most `budget` tokens.
+size_t LongestHead(std::string_view s, int64_t budget, const MessageTokenCounter& counter) {
+  if (budget <= 0) return 0;
+  auto fits = [&](size_t cut) { return counter.CountText(s.substr(0, cut)) <= budget; };
+  size_t pos = 0;
+  int64_t used = 0;
+  size_t chunk_end = s.size();
+  while (pos < s.size()) {
+    chunk_end = ChunkEnd(s, pos);
+    const int64_t t = counter.CountText(s.substr(pos, chunk_end - pos));
+    if (used + t > budget) break;
+    used += t;
+    pos = chunk_end;
+  }
+  size_t lo = pos;
+  if (pos < s.size()) {
+    const int64_t left = budget - used;
+    lo = LargestFittingCut(s, pos, chunk_end, [&](size_t cut) {
+      return counter.CountText(s.substr(pos, cut - pos)) <= left;
+    });
+  }
+  if (!fits(lo)) lo = LargestFittingCut(s, 0, lo, fits);  // chunks undercounted: exact search
   // Snap to just after a newline close to the cut.
   size_t window_start = lo > kSnapWindowBytes ? lo - kSnapWindowBytes : 0;
   size_t nl = s.substr(0, lo).rfind('\n');
@@ -38,22 +95,31 @@ size_t LongestHead(std::string_view s, int64_t budget, const MessageTokenCounter
 // Start of the longest suffix of `s` with at most `budget` tokens.
 size_t LongestTailStart(std::string_view s, int64_t budget, const MessageTokenCounter& counter) {
   if (budget <= 0) return s.size();
-  size_t max_len = std::min(s.size(), static_cast<size_t>(budget) * 64);
-  size_t lo = s.size() - max_len;  // candidate starts in [lo, hi]; hi always fits
-  size_t hi = s.size();
-  while (lo < hi) {
-    size_t mid = Utf8BoundaryAtOrAfter(s, lo + (hi - lo) / 2);
-    if (mid >= hi) {
-      mid = Utf8BoundaryAtOrBefore(s, hi - 1);
-      if (mid < lo) break;
-    }
-    if (counter.CountText(s.substr(mid)) <= budget) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
-    }
+  auto fits = [&](size_t start) { return counter.CountText(s.substr(start)) <= budget; };
+  // Chunks from the end: each ends just after a newline (or at a code point boundary).
+  size_t end = s.size();
+  int64_t used = 0;
+  size_t chunk_start = 0;
+  while (end > 0) {
+    const size_t floor = end > kChunkBytes ? end - kChunkBytes : 0;
+    const size_t nl = end >= 2 ? s.substr(0, end - 1).rfind('\n') : std::string_view::npos;
+    chunk_start = (nl != std::string_view::npos && nl + 1 > floor) ? nl + 1
+                                                                   : Utf8BoundaryAtOrAfter(s, floor);
+    if (chunk_start >= end) chunk_start = Utf8BoundaryAtOrBefore(s, end - 1);
+    const int64_t t = counter.CountText(s.substr(chunk_start, end - chunk_start));
+    if (used + t > budget) break;
+    used += t;
+    end = chunk_start;
   }
-  size_t start = Utf8BoundaryAtOrAfter(s, hi);
+  size_t start = end;
+  if (end > 0) {
+    const int64_t left = budget - used;
+    const size_t stop = end;
+    start = SmallestFittingStart(s, chunk_start, stop, [&](size_t st) {
+      return counter.CountText(s.substr(st, stop - st)) <= left;
+    });
+  }
+  if (!fits(start)) start = SmallestFittingStart(s, start, s.size(), fits);
   // Snap to just after a newline close to the cut (the tail then starts a line).
   size_t nl = s.find('\n', start);
   if (nl != std::string_view::npos && nl + 1 < s.size() && nl < start + kSnapWindowBytes &&
