@@ -1,5 +1,6 @@
 #include "core/bpe_encoding.h"
 
+#include "core/bpe_ascii_split.h"
 #include "core/bpe_unicode.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -243,7 +244,10 @@ class BpeEncoding::Impl {
  public:
   ~Impl() { pcre2_code_free(code_); }
 
-  Status Init(const std::string& pattern, std::string_view contents) {
+  using AsciiMatchFn = size_t (*)(const uint8_t*, size_t, size_t);
+
+  Status Init(const std::string& pattern, AsciiMatchFn ascii_match, std::string_view contents) {
+    ascii_match_ = ascii_match;
     MISSY_RETURN_IF_ERROR(LoadRanks(contents));
     int error = 0;
     PCRE2_SIZE offset = 0;
@@ -274,6 +278,14 @@ class BpeEncoding::Impl {
     }
     size_t pos = 0;
     while (pos < n) {
+      if (subject[pos] < 0x80) {
+        const size_t end = ascii_match_(subject, n, pos);
+        if (end != 0) {
+          piece(subject + pos, end - pos);
+          pos = end;
+          continue;
+        }
+      }
       int rc = jit_ ? pcre2_jit_match(code_, subject, n, pos, 0, scratch.match_data,
                                       scratch.context)
                     : pcre2_match(code_, subject, n, pos, 0, scratch.match_data, scratch.context);
@@ -484,6 +496,7 @@ class BpeEncoding::Impl {
 
   pcre2_code* code_ = nullptr;
   bool jit_ = false;
+  AsciiMatchFn ascii_match_ = nullptr;  // the pattern's ASCII fast path (bpe_ascii_split.h)
   RankTable ranks_;
   std::array<uint32_t, 256> byte_rank_{};
   std::vector<std::pair<uint32_t, uint32_t>> spans_;  // rank -> (arena offset, length)
@@ -505,7 +518,9 @@ Result<std::shared_ptr<const BpeEncoding>> BpeEncoding::FromTiktoken(
                                    "' (known: o200k_base, cl100k_base)");
   }
   auto impl = std::make_unique<Impl>();
-  Status st = impl->Init(SplitPattern(name), file_contents);
+  Status st = impl->Init(SplitPattern(name),
+                         name == "o200k_base" ? bpe_ascii::O200kMatch : bpe_ascii::Cl100kMatch,
+                         file_contents);
   if (!st.ok()) return Status(st.code(), std::string(name) + ": " + st.message());
   return std::shared_ptr<const BpeEncoding>(new BpeEncoding(std::string(name), std::move(impl)));
 }

@@ -163,6 +163,24 @@ for (let i = 0; i < 600; ++i) {
 }
 write('random.json', '', randomCases);
 
+// -------------------------------------------------------------------- ascii.json
+// ASCII-only mixes: they exercise the hand-written fast path of the pre-tokenizer
+// (core/bpe_ascii_split.h) on every branch: contractions in any case, letter case runs,
+// digit runs, punctuation with a leading space, slashes, every ASCII blank and newline.
+const ASCII_POOL = ['a', 'b', 'Z', 'Q', 'abc', 'ABC', 'AbC', 'aBc', 'HTTPServer', 'don', "'", "'s", "'S", "'t",
+  "'re", "'RE", "'rE", "'ve", "'m", "'ll", "'LL", "'lL", "'d", "'D", "'x", "'", '0', '1', '12', '123', '1234', ' ', ' ',
+  '  ', '   ', '\t', '\t\t', '\n', '\n\n', '\r\n', '\r', '\u000b', '\u000c', '/', '//', '.', ',', '!', '?', '-', '_',
+  '"', '(', ')', '{', '}', '[', ']', '<|', '|>', '#', '$', '%', '&', '*', '+', '=', ':', ';', '@', '\\', '^', '`', '|',
+  '~', '\u0000', '\u001b', '\u001f', '\u007f'];
+const asciiCases = [];
+for (let i = 0; i < 1500; ++i) {
+  let s = '';
+  const len = 1 + rnd(24);
+  for (let k = 0; k < len; ++k) s += ASCII_POOL[rnd(ASCII_POOL.length)];
+  asciiCases.push(withIds({ name: `ascii-${i}`, category: 'ascii', text: s }));
+}
+write('ascii.json', '', asciiCases);
+
 // --------------------------------------------------------------------- long.json
 // Long runs: one pre-tokenizer piece of 100 KB (the heap merge) or many pieces.
 // tiktoken's own merge is quadratic (about a minute per 100 KB piece), so only a few

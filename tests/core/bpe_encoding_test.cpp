@@ -159,6 +159,7 @@ TEST(BpeEncodingTest, SpecialTokenStringsAreText) {
 TEST(BpeEncodingTest, OracleGoldens) { CheckIdsFile("goldens.json", 40); }
 TEST(BpeEncodingTest, OracleWhiteSpace) { CheckIdsFile("whitespace.json", 600); }
 TEST(BpeEncodingTest, OracleRandomMixes) { CheckIdsFile("random.json", 500); }
+TEST(BpeEncodingTest, OracleAsciiMixes) { CheckIdsFile("ascii.json", 1000); }
 
 // Long runs of one character are one pre-tokenizer piece: the heap merge.
 TEST(BpeEncodingTest, OracleLongRuns) {
