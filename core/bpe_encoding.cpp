@@ -69,22 +69,15 @@ inline uint32_t Load32(const uint8_t* p) {
   return v;
 }
 
-// Fast non-cryptographic hash of a short byte string (tokens are rarely > 16 bytes).
-inline uint64_t HashBytes(const uint8_t* p, size_t len) {
-  uint64_t h = (len + 1) * 0x9E3779B97F4A7C15ull;
-  if (len >= 8) {
-    while (len > 8) {
-      h = (h ^ Load64(p)) * 0xBF58476D1CE4E5B9ull;
-      h ^= h >> 31;
-      p += 8;
-      len -= 8;
-    }
-    h ^= Load64(p + len - 8);  // the last 8 bytes, overlapping the previous chunk
-  } else if (len >= 4) {
-    h ^= Load32(p) | (uint64_t{Load32(p + len - 4)} << 32);
-  } else if (len > 0) {
-    h ^= uint64_t{p[0]} | (uint64_t{p[len / 2]} << 8) | (uint64_t{p[len - 1]} << 16);
-  }
+// The bytes of a string of at most 8 bytes packed in one word: with its length, an
+// exact key (the loads cover every byte). Reads only p[0, len).
+inline uint64_t PackShort(const uint8_t* p, size_t len) {
+  if (len >= 4) return Load32(p) | (uint64_t{Load32(p + len - 4)} << 32);
+  if (len > 0) return uint64_t{p[0]} | (uint64_t{p[len / 2]} << 8) | (uint64_t{p[len - 1]} << 16);
+  return 0;
+}
+
+inline uint64_t Mix(uint64_t h) {
   h *= 0x94D049BB133111EBull;
   h ^= h >> 32;
   h *= 0xBF58476D1CE4E5B9ull;
@@ -92,7 +85,25 @@ inline uint64_t HashBytes(const uint8_t* p, size_t len) {
   return h;
 }
 
-// Open-addressing map from token bytes to rank. Keys live in one arena.
+inline uint64_t HashShort(uint64_t packed, size_t len) {
+  return Mix(packed ^ ((len + 1) * 0x9E3779B97F4A7C15ull));
+}
+
+// Fast non-cryptographic hash of a byte string longer than 8 bytes.
+inline uint64_t HashLong(const uint8_t* p, size_t len) {
+  uint64_t h = (len + 1) * 0x9E3779B97F4A7C15ull;
+  while (len > 8) {
+    h = (h ^ Load64(p)) * 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 31;
+    p += 8;
+    len -= 8;
+  }
+  h ^= Load64(p + len - 8);  // the last 8 bytes, overlapping the previous chunk
+  return Mix(h);
+}
+
+// Open-addressing map from token bytes to rank. Keys of up to 8 bytes are compared as
+// one packed word; longer keys live in an arena and are compared with memcmp.
 class RankTable {
  public:
   void Reserve(size_t n, size_t arena_bytes) {
@@ -106,28 +117,34 @@ class RankTable {
   // False if the key is already present.
   bool Insert(std::string_view key, uint32_t rank) {
     const auto* p = reinterpret_cast<const uint8_t*>(key.data());
-    if (Find(p, key.size()) != kNoRank) return false;
-    uint64_t h = HashBytes(p, key.size());
+    if (key.empty() || Find(p, key.size()) != kNoRank) return false;
+    const size_t len = key.size();
+    const uint64_t packed = len <= 8 ? PackShort(p, len) : 0;
+    const uint64_t h = len <= 8 ? HashShort(packed, len) : HashLong(p, len);
     size_t i = h & mask_;
     while (slots_[i].len != 0) i = (i + 1) & mask_;
-    slots_[i] = Slot{static_cast<uint32_t>(h >> 32), static_cast<uint32_t>(key.size()),
-                     static_cast<uint32_t>(arena_.size()), rank};
+    slots_[i] = Slot{packed, static_cast<uint32_t>(len), rank, static_cast<uint32_t>(arena_.size())};
     arena_.append(key);
-    max_len_ = std::max(max_len_, key.size());
+    max_len_ = std::max(max_len_, len);
     ++size_;
     return true;
   }
 
   uint32_t Find(const uint8_t* p, size_t len) const {
-    if (len > max_len_ || len == 0) return kNoRank;
-    uint64_t h = HashBytes(p, len);
-    const uint32_t tag = static_cast<uint32_t>(h >> 32);
-    for (size_t i = h & mask_;; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
-      if (s.len == 0) return kNoRank;
-      if (s.tag == tag && s.len == len && std::memcmp(arena_.data() + s.offset, p, len) == 0) {
-        return s.rank;
+    if (len <= 8) {
+      if (len == 0) return kNoRank;
+      const uint64_t packed = PackShort(p, len);
+      for (size_t i = HashShort(packed, len) & mask_;; i = (i + 1) & mask_) {
+        const Slot& s = slots_[i];
+        if (s.len == len && s.packed == packed) return s.rank;
+        if (s.len == 0) return kNoRank;
       }
+    }
+    if (len > max_len_) return kNoRank;
+    for (size_t i = HashLong(p, len) & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.len == len && std::memcmp(arena_.data() + s.offset, p, len) == 0) return s.rank;
+      if (s.len == 0) return kNoRank;
     }
   }
 
@@ -145,10 +162,10 @@ class RankTable {
 
  private:
   struct Slot {
-    uint32_t tag = 0;
-    uint32_t len = 0;  // 0: empty slot (tokens are never empty)
-    uint32_t offset = 0;
+    uint64_t packed = 0;  // PackShort of keys up to 8 bytes
+    uint32_t len = 0;     // 0: empty slot (tokens are never empty)
     uint32_t rank = 0;
+    uint32_t offset = 0;  // of the key in arena_
   };
   std::vector<Slot> slots_;
   size_t mask_ = 0;
