@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <functional>
 #include <optional>
@@ -336,6 +337,14 @@ MessageTokenCounter Api::CounterFor(const Session& session) const {
   return MessageTokenCounter(heuristic_, options);
 }
 
+Result<std::shared_ptr<std::vector<StoredMessage>>> Api::History(const std::string& id) {
+  if (auto cached = history_.Find(id)) return cached;
+  Result<std::vector<StoredMessage>> loaded = deps_.db->LoadMessages(id);
+  if (!loaded.ok()) return loaded.status();
+  history_.Put(id, *loaded);
+  return std::make_shared<std::vector<StoredMessage>>(std::move(*loaded));
+}
+
 std::string Api::CalibrationKey(const Session& session) {
   return session.model.empty() ? std::string("default") : session.model;
 }
@@ -602,17 +611,11 @@ HttpResponse Api::AppendMessages(const HttpRequest& req, const std::string& id) 
   std::lock_guard<std::mutex> lock(SessionLock(id));
   Result<Session> current = FindSession(*deps_.db, id);
   if (!current.ok()) return Error(req, current.status(), id);
-  // The open state depends on the suffix from the last non-tool message; read a window
-  // and widen to the whole history only when the window is all tool results.
-  constexpr int64_t kWindow = 256;
-  Result<std::vector<StoredMessage>> recent =
-      deps_.db->LoadMessages(id, std::max<int64_t>(0, current->last_seq - kWindow));
-  if (!recent.ok()) return Error(req, recent.status(), id);
-  if (!recent->empty() && recent->front().seq > 1 && recent->front().message.role == Role::kTool) {
-    recent = deps_.db->LoadMessages(id);
-    if (!recent.ok()) return Error(req, recent.status(), id);
-  }
-  const AppendValidation validation = ValidateAppend(DeriveOpenCallState(*recent), parsed);
+  // The open state depends on the suffix from the last non-tool message.
+  Result<std::shared_ptr<std::vector<StoredMessage>>> history = History(id);
+  if (!history.ok()) return Error(req, history.status(), id);
+  const std::vector<StoredMessage>& recent = **history;
+  const AppendValidation validation = ValidateAppend(DeriveOpenCallState(recent), parsed);
   json::array warnings;
   for (const AppendWarning& w : validation.warnings) warnings.push_back(AppendWarningToJson(w));
   if (strict && !validation.ok()) {
@@ -635,7 +638,11 @@ HttpResponse Api::AppendMessages(const HttpRequest& req, const std::string& id) 
     batch[i].message = std::move(parsed[i]);
   }
   Result<std::vector<StoredMessage>> stored = deps_.db->AppendMessages(id, batch, deps_.clock_ms());
-  if (!stored.ok()) return Error(req, stored.status(), id);
+  if (!stored.ok()) {
+    history_.Invalidate(id);
+    return Error(req, stored.status(), id);
+  }
+  history_.Appended(id, *stored);
   Result<Session> after = FindSession(*deps_.db, id);
   if (!after.ok()) return Error(req, after.status(), id);
 
@@ -748,9 +755,18 @@ HttpResponse Api::BuildContext(const HttpRequest& req, const std::string& id) {
   std::string query;
   if (!(st = OptString(o, "query", query)).ok()) return Error(req, st, id);
 
-  Result<std::vector<StoredMessage>> history = deps_.db->LoadMessages(id);
-  if (!history.ok()) return Error(req, history.status(), id);
+  // The history is borrowed from the cache for the assembly (under the session's lock,
+  // so that appends wait) and given back afterwards.
+  std::unique_lock<std::mutex> session_lock(SessionLock(id));
+  Result<std::shared_ptr<std::vector<StoredMessage>>> cached = History(id);
+  if (!cached.ok()) return Error(req, cached.status(), id);
+  std::shared_ptr<std::vector<StoredMessage>> history = *cached;
   input.history = std::move(*history);
+  struct GiveBack {
+    std::vector<StoredMessage>& from;
+    std::vector<StoredMessage>& to;
+    ~GiveBack() { to = std::move(from); }
+  } give_back{input.history, *history};
 
   // Summaries: the top of the hierarchy (not yet condensed), oldest first.
   Result<std::vector<SummaryRecord>> summaries = deps_.db->ListSummaries(id, /*uncondensed_only=*/true);
@@ -792,6 +808,11 @@ HttpResponse Api::BuildContext(const HttpRequest& req, const std::string& id) {
   if (!report.newly_pruned_seqs.empty()) {
     st = deps_.db->AddMessageFlags(id, report.newly_pruned_seqs, kFlagPruned);
     if (!st.ok()) return Error(req, st, id);
+    for (int64_t seq : report.newly_pruned_seqs) {  // the borrowed copy, given back below
+      auto m = std::lower_bound(input.history.begin(), input.history.end(), seq,
+                                [](const StoredMessage& a, int64_t v) { return a.seq < v; });
+      if (m != input.history.end() && m->seq == seq) m->flags |= kFlagPruned;
+    }
     (void)deps_.auditor->Emit("context.pruned", "context", "allow", id,
                               json::object{{"messages", report.newly_pruned_seqs.size()},
                                            {"freed_tokens", report.pruned_freed_tokens}});
@@ -1102,6 +1123,7 @@ HttpResponse Api::ImportMissy(const HttpRequest& req) {
   Session counting;  // Missy turns carry no model: count them with the default encoding
   const MessageTokenCounter counter = CounterFor(counting);
   Result<MissyImportReport> report = deps_.db->ImportMissy(path, &counter, deps_.clock_ms());
+  history_.Clear();
   if (!report.ok()) return Error(req, report.status());
   json::object detail{{"path", path},
                       {"sessions", report->sessions},

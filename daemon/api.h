@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "core/token_counter.h"
 #include "daemon/auditor.h"
+#include "daemon/history_cache.h"
 #include "daemon/net.h"
 #include "daemon/tokenizers.h"
 #include "storage/database.h"
@@ -86,7 +87,11 @@ class Api {
   mutable std::mutex config_mu_;
   std::shared_ptr<const DaemonConfig> config_;
   std::shared_ptr<const TokenCounter> heuristic_;
+  // The session's history, from the cache or loaded (and cached). Hold SessionLock(id).
+  Result<std::shared_ptr<std::vector<StoredMessage>>> History(const std::string& id);
+
   std::array<std::mutex, 64> session_locks_;
+  HistoryCache history_;
   std::mutex contexts_mu_;
   std::list<std::string> context_order_;  // oldest first, bounded
   std::unordered_map<std::string, IssuedContext> contexts_;
