@@ -1,6 +1,8 @@
 #include "storage/database.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <condition_variable>
 #include <deque>
@@ -704,14 +706,7 @@ class SqliteDatabase final : public Database {
     ReadSnapshot snapshot(c);
     for (bool all_terms : {true, false}) {
       if (!all_terms && terms.size() == 1) break;
-      // The any-word fallback keeps the longest words only: short ones are the common
-      // ones, and ranking every row that has any of them is what makes OR queries slow.
-      std::vector<std::string> used = terms;
-      if (!all_terms && used.size() > kMaxAnyWordTerms) {
-        std::stable_sort(used.begin(), used.end(),
-                         [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
-        used.resize(kMaxAnyWordTerms);
-      }
+      std::vector<std::string> used = all_terms ? terms : RarestTerms(c, terms);
       const std::string match = fts::BuildMatchExpression(used, all_terms);
       MISSY_RETURN_IF_ERROR(SearchSources(c, options, match, hits));
       if (!hits.empty()) break;
@@ -1271,8 +1266,47 @@ class SqliteDatabase final : public Database {
     if (idle_readers_.size() < kMaxIdleReaders) idle_readers_.push_back(std::move(conn));
   }
 
+  // The any-word fallback ranks every row holding any of the words, so common words
+  // make it slow and add little: keep the rarest words (by how many messages hold
+  // them), at most kMaxAnyWordTerms, and drop those in more than kCommonWordDocs
+  // messages while at least two words remain. Without document counts (no vocab
+  // table) the longest words are kept instead.
+  static std::vector<std::string> RarestTerms(Connection& c, const std::vector<std::string>& terms) {
+    std::vector<std::pair<int64_t, std::string>> ranked;
+    bool have_counts =
+        c.Exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.messages_vocab USING fts5vocab(main, messages_fts, row)")
+            .ok();
+    auto q = c.Prepare("SELECT doc FROM temp.messages_vocab WHERE term = ?1");
+    have_counts = have_counts && q.ok();
+    for (const std::string& t : terms) {
+      int64_t docs = 0;
+      if (have_counts) {
+        std::string lower = t;
+        for (char& ch : lower) ch = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+        q->Bind(1, lower);
+        if (q->Step() == SQLITE_ROW) docs = q->Int(0);
+        sqlite3_reset(q->get());
+      } else {
+        docs = -static_cast<int64_t>(t.size());  // longest first
+      }
+      ranked.emplace_back(docs, t);
+    }
+    // Words in no message come last: they cost nothing but may still match memory
+    // items or summaries.
+    auto key = [](int64_t docs) { return docs == 0 ? INT64_MAX : docs; };
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [&](const auto& a, const auto& b) { return key(a.first) < key(b.first); });
+    std::vector<std::string> out;
+    for (const auto& [docs, t] : ranked) {
+      if (out.size() >= kMaxAnyWordTerms || (out.size() >= 2 && docs > kCommonWordDocs)) break;
+      out.push_back(t);
+    }
+    return out;
+  }
+
   static constexpr size_t kMaxIdleReaders = 8;
   static constexpr size_t kMaxAnyWordTerms = 8;
+  static constexpr int64_t kCommonWordDocs = 5000;
 
   const std::string path_;
   const DatabaseOptions options_;
