@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <vector>
@@ -1120,6 +1121,10 @@ HttpResponse Api::ImportMissy(const HttpRequest& req) {
   std::string path;
   if (!(st = OptString(*body, "path", path)).ok()) return Error(req, st);
   if (path.empty()) path = config()->missy_home + "/memory.db";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return Error(req, Status::NotFound("no Missy database at " + path, "path"));
+  }
   Session counting;  // Missy turns carry no model: count them with the default encoding
   const MessageTokenCounter counter = CounterFor(counting);
   Result<MissyImportReport> report = deps_.db->ImportMissy(path, &counter, deps_.clock_ms());

@@ -24,6 +24,7 @@ class DaemonProcess {
   // Sends `signal` and waits for the exit; returns the exit code (or 128+signal).
   int Stop(int signal = 15, std::chrono::milliseconds timeout = std::chrono::seconds(20));
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
 
   // Runs missyd with `args` to completion (e.g. --check-config); returns the exit code
   // and fills `output` with stdout+stderr.
