@@ -12,14 +12,14 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <functional>
-#include <map>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -215,14 +215,10 @@ int Measure(const fs::path& dir) {
       }
       int64_t tokens = 0;
       Timing t = Best([&] { tokens = (*counter)->Count(text); });
-      boost::json::object line{{"impl", "missyd"},
-                               {"corpus", corpus},
-                               {"encoding", encoding},
-                               {"bytes", text.size()},
-                               {"tokens", tokens},
-                               {"wall_seconds", t.wall},
-                               {"cpu_seconds", t.cpu},
-                               {"heuristic", heuristic.Count(text)}};
+      boost::json::object line{{"impl", "missyd"},     {"corpus", corpus},
+                               {"encoding", encoding}, {"bytes", text.size()},
+                               {"tokens", tokens},     {"wall_seconds", t.wall},
+                               {"cpu_seconds", t.cpu}, {"heuristic", heuristic.Count(text)}};
       std::cout << boost::json::serialize(line) << "\n";
     }
   }
@@ -245,8 +241,8 @@ void BM_CountMixed(benchmark::State& state) {
   int64_t tokens = 0;
   for (auto _ : state) benchmark::DoNotOptimize(tokens = O200k().Count(text));
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
-  state.counters["tokens/s"] =
-      benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens),
+                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_CountMixed)->Unit(benchmark::kMillisecond);
 

@@ -26,11 +26,16 @@ inline constexpr std::array<uint8_t, 128> kClasses = [] {
   std::array<uint8_t, 128> t{};
   for (int c = 0; c < 128; ++c) {
     Class k = kOther;
-    if (c >= 'a' && c <= 'z') k = kLower;
-    else if (c >= 'A' && c <= 'Z') k = kUpper;
-    else if (c >= '0' && c <= '9') k = kDigit;
-    else if (c == '\r' || c == '\n') k = kNewline;
-    else if (c == ' ' || c == '\t' || c == '\v' || c == '\f') k = kBlank;
+    if (c >= 'a' && c <= 'z')
+      k = kLower;
+    else if (c >= 'A' && c <= 'Z')
+      k = kUpper;
+    else if (c >= '0' && c <= '9')
+      k = kDigit;
+    else if (c == '\r' || c == '\n')
+      k = kNewline;
+    else if (c == ' ' || c == '\t' || c == '\v' || c == '\f')
+      k = kBlank;
     t[c] = k;
   }
   return t;

@@ -43,8 +43,8 @@ std::string SplitPattern(std::string_view name) {
   if (name == "cl100k_base") {
     // Possessive quantifiers are added only where they cannot change the match (what
     // follows cannot match what the quantified item would give back).
-    return "(?i:'s|'t|'re|'ve|'m|'ll|'d)|" + not_letter_number + "?+[" + letter + "]++|[" +
-           number + "]{1,3}+| ?" + punct + "++[\\r\\n]*+" + tail;
+    return "(?i:'s|'t|'re|'ve|'m|'ll|'d)|" + not_letter_number + "?+[" + letter + "]++|[" + number +
+           "]{1,3}+| ?" + punct + "++[\\r\\n]*+" + tail;
   }
   if (name == "o200k_base") {
     const std::string upper =
@@ -123,7 +123,8 @@ class RankTable {
     const uint64_t h = len <= 8 ? HashShort(packed, len) : HashLong(p, len);
     size_t i = h & mask_;
     while (slots_[i].len != 0) i = (i + 1) & mask_;
-    slots_[i] = Slot{packed, static_cast<uint32_t>(len), rank, static_cast<uint32_t>(arena_.size())};
+    slots_[i] =
+        Slot{packed, static_cast<uint32_t>(len), rank, static_cast<uint32_t>(arena_.size())};
     arena_.append(key);
     max_len_ = std::max(max_len_, len);
     ++size_;
@@ -268,15 +269,14 @@ class BpeEncoding::Impl {
     MISSY_RETURN_IF_ERROR(LoadRanks(contents));
     int error = 0;
     PCRE2_SIZE offset = 0;
-    code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                          PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error, &offset,
-                          nullptr);
+    code_ =
+        pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                      PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error, &offset, nullptr);
     if (code_ == nullptr) {
       PCRE2_UCHAR buffer[256];
       pcre2_get_error_message(error, buffer, sizeof(buffer));
-      return Status::Internal("split pattern does not compile at offset " +
-                              std::to_string(offset) + ": " +
-                              reinterpret_cast<const char*>(buffer));
+      return Status::Internal("split pattern does not compile at offset " + std::to_string(offset) +
+                              ": " + reinterpret_cast<const char*>(buffer));
     }
     jit_ = pcre2_jit_compile(code_, PCRE2_JIT_COMPLETE) == 0;
     return Status::Ok();
@@ -303,9 +303,9 @@ class BpeEncoding::Impl {
           continue;
         }
       }
-      int rc = jit_ ? pcre2_jit_match(code_, subject, n, pos, 0, scratch.match_data,
-                                      scratch.context)
-                    : pcre2_match(code_, subject, n, pos, 0, scratch.match_data, scratch.context);
+      int rc = jit_
+                   ? pcre2_jit_match(code_, subject, n, pos, 0, scratch.match_data, scratch.context)
+                   : pcre2_match(code_, subject, n, pos, 0, scratch.match_data, scratch.context);
       if (rc < 0) {
         // No match (or a resource limit): the rest is one piece.
         piece(subject + pos, n - pos);
@@ -546,9 +546,8 @@ std::vector<uint32_t> BpeEncoding::Encode(std::string_view text) const {
   std::vector<uint32_t> out;
   out.reserve(text.size() / 3 + 1);
   auto emit = [&out](uint32_t id) { out.push_back(id); };
-  impl_->Split(text, [&](const uint8_t* p, size_t n) {
-    impl_->EncodePiece</*kIds=*/true>(p, n, emit);
-  });
+  impl_->Split(text,
+               [&](const uint8_t* p, size_t n) { impl_->EncodePiece</*kIds=*/true>(p, n, emit); });
   return out;
 }
 

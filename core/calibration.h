@@ -10,9 +10,9 @@
 namespace missy {
 
 struct CalibrationOptions {
-  double alpha = 0.2;      // weight of a new sample in the moving average, in (0, 1]
-  double min_ratio = 0.7;  // the ratio never goes below this
-  double max_ratio = 1.6;  // nor above this
+  double alpha = 0.2;                   // weight of a new sample in the moving average, in (0, 1]
+  double min_ratio = 0.7;               // the ratio never goes below this
+  double max_ratio = 1.6;               // nor above this
   bool first_sample_sets_ratio = true;  // the first sample is taken as the ratio directly
 };
 

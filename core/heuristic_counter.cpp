@@ -27,11 +27,20 @@ int64_t HeuristicTokenCounter::Count(std::string_view text) const {
   unsigned char previous = 0;
   auto end_run = [&] {
     switch (run) {
-      case Run::kLetter: tokens += 0.5 + static_cast<double>(run_len) / 6; break;
-      case Run::kDigit: tokens += static_cast<double>((run_len + 2) / 3); break;
-      case Run::kSpace: tokens += run_len > 1 ? 1 : 0; break;
-      case Run::kNewline: tokens += 0.5; break;
-      case Run::kNone: break;
+      case Run::kLetter:
+        tokens += 0.5 + static_cast<double>(run_len) / 6;
+        break;
+      case Run::kDigit:
+        tokens += static_cast<double>((run_len + 2) / 3);
+        break;
+      case Run::kSpace:
+        tokens += run_len > 1 ? 1 : 0;
+        break;
+      case Run::kNewline:
+        tokens += 0.5;
+        break;
+      case Run::kNone:
+        break;
     }
     run = Run::kNone;
     run_len = 0;

@@ -226,9 +226,12 @@ TEST(BpeEncodingTest, MegabyteRunCompletesAndRoundTrips) {
 }
 
 TEST(BpeEncodingTest, InvalidUtf8IsCountedNotDropped) {
-  const std::string inputs[] = {std::string("\xff"), std::string("abc\xc3(def"),
-                                std::string("\xe2\x82 x"), std::string("ok\xf0\x9f\x98"),
-                                std::string("\xed\xa0\x80 surrogate"), std::string(1000, '\x80')};
+  const std::string inputs[] = {std::string("\xff"),
+                                std::string("abc\xc3(def"),
+                                std::string("\xe2\x82 x"),
+                                std::string("ok\xf0\x9f\x98"),
+                                std::string("\xed\xa0\x80 surrogate"),
+                                std::string(1000, '\x80')};
   for (const std::string& text : inputs) {
     for (const char* name : kEncodings) {
       SCOPED_TRACE(Escaped(text) + " " + name);
@@ -275,8 +278,8 @@ TEST(BpeEncodingTest, RejectsCorruptRankFiles) {
   std::string all_bytes;
   for (int b = 0; b < 256; ++b) {
     static const char* kB64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    all_bytes += std::string{kB64[b >> 2], kB64[(b & 3) << 4], '=', '='} + " " +
-                 std::to_string(b) + "\n";
+    all_bytes +=
+        std::string{kB64[b >> 2], kB64[(b & 3) << 4], '=', '='} + " " + std::to_string(b) + "\n";
   }
   const Case cases[] = {
       {"", "empty"},
@@ -291,8 +294,7 @@ TEST(BpeEncodingTest, RejectsCorruptRankFiles) {
     auto enc = BpeEncoding::FromTiktoken("cl100k_base", c.contents);
     ASSERT_FALSE(enc.ok()) << c.message;
     EXPECT_EQ(enc.status().code(), StatusCode::kCorruption);
-    EXPECT_NE(enc.status().message().find(c.message), std::string::npos)
-        << enc.status().message();
+    EXPECT_NE(enc.status().message().find(c.message), std::string::npos) << enc.status().message();
     EXPECT_NE(enc.status().message().find("cl100k_base"), std::string::npos);
   }
   // The 256 single bytes alone are a valid (if useless) vocabulary.

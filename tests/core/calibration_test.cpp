@@ -56,8 +56,12 @@ TEST(CalibrationTest, ClampedToTheBounds) {
 
 TEST(CalibrationTest, IgnoresGarbage) {
   const CalibrationState s{1.25, 7};
-  for (auto [est, act] : {std::pair<int64_t, int64_t>{0, 100}, {100, 0}, {-5, 100},
-                          {100, -5}, {0, 0}, {INT64_MIN, INT64_MAX}}) {
+  for (auto [est, act] : {std::pair<int64_t, int64_t>{0, 100},
+                          {100, 0},
+                          {-5, 100},
+                          {100, -5},
+                          {0, 0},
+                          {INT64_MIN, INT64_MAX}}) {
     CalibrationState t = Update(s, est, act);
     EXPECT_DOUBLE_EQ(t.ratio, 1.25) << est << " " << act;
     EXPECT_EQ(t.samples, 7);

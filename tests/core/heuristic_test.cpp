@@ -38,13 +38,13 @@ TEST(HeuristicTest, NeverUndercountsTheCorpusByMoreThan15Percent) {
 TEST(HeuristicTest, Formula) {
   HeuristicTokenCounter h;
   EXPECT_EQ(h.Count(""), 0);
-  EXPECT_EQ(h.Count("hello world"), 3);      // 2 * 0.5 + 10 / 6 = 2.67
-  EXPECT_EQ(h.Count("1234567"), 3);          // digit groups of 3
-  EXPECT_EQ(h.Count("x 1234567"), 5);        // 0.67 + 1 (space, digit) + 3
-  EXPECT_EQ(h.Count("{\"a\":1}"), 7);        // 5 * 0.9 + 0.67 + 1 = 6.17
-  EXPECT_EQ(h.Count("中文字符"), 4);         // one per CJK character
-  EXPECT_EQ(h.Count("a\r\n\r\n\r\nb"), 2);     // 0.67 + 0.5 + 0.67
-  EXPECT_EQ(h.Count("        x"), 2);        // indentation run + letter
+  EXPECT_EQ(h.Count("hello world"), 3);     // 2 * 0.5 + 10 / 6 = 2.67
+  EXPECT_EQ(h.Count("1234567"), 3);         // digit groups of 3
+  EXPECT_EQ(h.Count("x 1234567"), 5);       // 0.67 + 1 (space, digit) + 3
+  EXPECT_EQ(h.Count("{\"a\":1}"), 7);       // 5 * 0.9 + 0.67 + 1 = 6.17
+  EXPECT_EQ(h.Count("中文字符"), 4);        // one per CJK character
+  EXPECT_EQ(h.Count("a\r\n\r\n\r\nb"), 2);  // 0.67 + 0.5 + 0.67
+  EXPECT_EQ(h.Count("        x"), 2);       // indentation run + letter
   EXPECT_EQ(h.Name(), "heuristic");
 }
 

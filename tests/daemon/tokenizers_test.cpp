@@ -61,8 +61,8 @@ TEST(TokenizerRegistryTest, MissingFileNamesThePath) {
 
 TEST(TokenizerRegistryTest, CorruptFileNamesThePathAndHash) {
   TempDir dir;
-  std::string real = missy::testing::ReadFileOrDie(TokenizerRegistry::DefaultDataDir() +
-                                                   "/cl100k_base.tiktoken");
+  std::string real =
+      missy::testing::ReadFileOrDie(TokenizerRegistry::DefaultDataDir() + "/cl100k_base.tiktoken");
   // Truncated: parses, but the sha256 check refuses it.
   missy::testing::WriteFileOrDie(dir.Join("cl100k_base.tiktoken"), real.substr(0, real.size() / 2));
   TokenizerRegistry registry(dir.path());
