@@ -1,0 +1,135 @@
+// Context assembly over the socket: starts a real missyd on a temporary MISSY_HOME,
+// builds sessions of 1k, 10k and 100k messages (a realistic mix of user turns, tool
+// calls and tool outputs) and times POST /v1/sessions/{id}/context, p50 and p99.
+// Usage: context_socket_bench PATH_TO_MISSYD
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon/http_client.h"
+
+namespace {
+
+namespace json = boost::json;
+using Clock = std::chrono::steady_clock;
+
+json::array Turn(int turn, int& call) {
+  json::array batch;
+  batch.push_back(json::object{{"role", "user"}, {"content", "Step " + std::to_string(turn) + ": run the tests and fix what fails."}});
+  const std::string id = "call_" + std::to_string(++call);
+  batch.push_back(json::object{
+      {"role", "assistant"},
+      {"content", nullptr},
+      {"tool_calls", json::array{json::object{
+                         {"id", id},
+                         {"type", "function"},
+                         {"function", json::object{{"name", "bash"}, {"arguments", R"({"command":"make test"})"}}}}}}});
+  std::string out;
+  for (int l = 0; l < 8 + turn % 40; ++l) out += "test_" + std::to_string(l) + " ... ok (" + std::to_string(l * 7 % 100) + " ms)\n";
+  batch.push_back(json::object{{"role", "tool"}, {"tool_call_id", id}, {"content", out}});
+  batch.push_back(json::object{{"role", "assistant"}, {"content", "All tests pass after the fix in step " + std::to_string(turn) + "."}});
+  return batch;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s PATH_TO_MISSYD\n", argv[0]);
+    return 2;
+  }
+  const std::string missyd = argv[1];
+  char tmpl[] = "/tmp/missy-bench-XXXXXX";
+  const std::string home = mkdtemp(tmpl);
+  {
+    FILE* f = std::fopen((home + "/config.yaml").c_str(), "w");
+    std::fputs("context:\n  log_level: warn\n", f);
+    std::fclose(f);
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open((home + "/missyd.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    setenv("MISSY_HOME", home.c_str(), 1);
+    execl(missyd.c_str(), missyd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const std::string socket = home + "/missyd.sock";
+  missy::UnixHttpConnection conn;
+  for (int i = 0; i < 400 && !conn.connected(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!missy::UnixHttpCall(socket, "GET", "/v1/health").ok()) continue;
+    (void)conn.Connect(socket);
+  }
+  if (!conn.connected()) {
+    std::fprintf(stderr, "missyd did not start (see %s/missyd.log)\n", home.c_str());
+    return 1;
+  }
+
+  std::printf("%-10s %10s %10s %10s %8s %10s\n", "messages", "append/s", "ctx p50", "ctx p99", "kept", "used");
+  int status = 0;
+  for (int size : {1000, 10000, 100000}) {
+    const std::string id = "bench" + std::to_string(size);
+    (void)conn.Call("POST", "/v1/sessions", json::serialize(json::object{{"id", id}, {"system_prompt", "You are a coding agent."}}));
+    int call = 0;
+    int appended = 0;
+    const auto t0 = Clock::now();
+    for (int turn = 0; appended < size; ++turn) {
+      json::array batch;
+      while (appended < size && batch.size() < 1000) {
+        for (json::value& m : Turn(turn++, call)) batch.push_back(std::move(m));
+        appended += 4;
+      }
+      auto r = conn.Call("POST", "/v1/sessions/" + id + "/messages", json::serialize(json::object{{"messages", batch}}), std::chrono::seconds(120));
+      if (!r.ok() || r->status != 200) {
+        std::fprintf(stderr, "append failed: %s\n", r.ok() ? r->body.c_str() : r.status().ToString().c_str());
+        status = 1;
+        break;
+      }
+    }
+    const double append_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    const int runs = size >= 100000 ? 30 : 100;
+    std::vector<double> ms;
+    int64_t kept = 0, used = 0;
+    for (int i = 0; i < runs + 3; ++i) {
+      const auto t = Clock::now();
+      auto r = conn.Call("POST", "/v1/sessions/" + id + "/context", "{}", std::chrono::seconds(120));
+      const double elapsed = std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+      if (!r.ok() || r->status != 200) {
+        std::fprintf(stderr, "context failed\n");
+        status = 1;
+        break;
+      }
+      if (i >= 3) ms.push_back(elapsed);  // the first requests load the history into the cache
+      json::value v = json::parse(r->body);
+      kept = v.at("budget").at("history").at("kept_messages").to_number<int64_t>();
+      used = v.at("budget").at("used_tokens").to_number<int64_t>();
+    }
+    if (ms.empty()) break;
+    std::printf("%-10d %10.0f %8.2fms %8.2fms %8lld %10lld\n", size, appended / append_s, Percentile(ms, 0.5),
+                Percentile(ms, 0.99), static_cast<long long>(kept), static_cast<long long>(used));
+    std::fflush(stdout);
+  }
+  kill(pid, SIGTERM);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  std::filesystem::remove_all(home);
+  return status;
+}
