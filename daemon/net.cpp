@@ -290,7 +290,8 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   void Begin(const SubscribeRequest& req);
   void Drain();
   void GoLive();
-  void CutLocked(int64_t dropped_from, std::string notice);  // mu_ held
+  // Drops everything queued, sends `notice` (best effort) and closes. mu_ held.
+  void CutLocked(std::string notice);
   void ScheduleWriteLocked();                                 // mu_ held
   void DoWrite();
   void OnWrite(const error_code& ec);
@@ -945,7 +946,7 @@ void Subscriber::OnFirstLine(const error_code& ec, size_t n) {
     std::lock_guard<std::mutex> lock(mu_);
     json::object d;
     d["reason"] = "first line longer than " + std::to_string(kFirstLineMax) + " bytes";
-    CutLocked(-1, NoticeLine("audit.error", std::move(d)));
+    CutLocked(NoticeLine("audit.error", std::move(d)));
     return;
   }
   if (ec) return CloseNow();
@@ -955,7 +956,7 @@ void Subscriber::OnFirstLine(const error_code& ec, size_t n) {
     std::lock_guard<std::mutex> lock(mu_);
     json::object d;
     d["reason"] = req.status().ToString();
-    CutLocked(-1, NoticeLine("audit.error", std::move(d)));
+    CutLocked(NoticeLine("audit.error", std::move(d)));
     return;
   }
   Begin(*req);
@@ -1041,13 +1042,13 @@ void Subscriber::Offer(const PublishedPtr& p) {
     json::object d;
     d["reason"] = "subscriber too slow";
     d["dropped_from_seq"] = dropped_from;
-    CutLocked(dropped_from, NoticeLine("audit.gap", std::move(d)));
+    CutLocked(NoticeLine("audit.gap", std::move(d)));
     return;
   }
   if (phase_ == Phase::kLive) ScheduleWriteLocked();
 }
 
-void Subscriber::CutLocked(int64_t /*dropped_from*/, std::string notice) {
+void Subscriber::CutLocked(std::string notice) {
   phase_ = Phase::kCutting;
   for (const auto& p : queue_) queued_bytes_ -= p->bytes();
   for (const auto& p : pending_) queued_bytes_ -= p->bytes();
