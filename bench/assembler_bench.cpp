@@ -10,6 +10,7 @@
 //
 // Usage: assembler_bench [--quick] [--export DIR]
 #include <algorithm>
+#include <boost/json.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -18,8 +19,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "core/assembler.h"
 #include "core/context_checks.h"
@@ -80,7 +79,8 @@ std::vector<Message> SyntheticSession(size_t n_messages, uint64_t seed) {
   return out;
 }
 
-std::vector<StoredMessage> Store(const std::vector<Message>& msgs, const MessageTokenCounter& counter) {
+std::vector<StoredMessage> Store(const std::vector<Message>& msgs,
+                                 const MessageTokenCounter& counter) {
   std::vector<StoredMessage> out;
   out.reserve(msgs.size());
   for (const Message& m : msgs) {
@@ -102,7 +102,9 @@ double Percentile(std::vector<double> v, double p) {
 
 void TimeAssembly(const MessageTokenCounter& counter, bool quick) {
   std::printf("## Assembly time (in-process, heuristic counter, Release)\n\n");
-  std::printf("| messages | history tokens | budget | summaries | runs | p50 ms | p99 ms | kept msgs | used tokens |\n");
+  std::printf(
+      "| messages | history tokens | budget | summaries | runs | p50 ms | p99 ms | kept msgs | "
+      "used tokens |\n");
   std::printf("|---:|---:|---:|---|---:|---:|---:|---:|---:|\n");
   for (size_t n : {size_t{1000}, size_t{10000}, size_t{100000}}) {
     ContextInput base;
@@ -239,11 +241,14 @@ void PrefixStability(const MessageTokenCounter& counter) {
   }
   std::sort(files.begin(), files.end());
   std::printf("## Prefix stability (replay of the real trajectories, 30,000-token budget)\n\n");
-  std::printf("Identical prefix: the request's message list starts with the previous one (a full\n"
-              "prompt-cache hit). Front-evicted: only old history groups were dropped from the\n"
-              "front (allowed without a compaction event). Cache-reusable tokens: message tokens\n"
-              "of the common leading run over all message tokens sent.\n\n");
-  std::printf("| session | eviction | requests | identical prefix | only front-evicted | other | cache-reusable tokens | mean used tokens |\n");
+  std::printf(
+      "Identical prefix: the request's message list starts with the previous one (a full\n"
+      "prompt-cache hit). Front-evicted: only old history groups were dropped from the\n"
+      "front (allowed without a compaction event). Cache-reusable tokens: message tokens\n"
+      "of the common leading run over all message tokens sent.\n\n");
+  std::printf(
+      "| session | eviction | requests | identical prefix | only front-evicted | other | "
+      "cache-reusable tokens | mean used tokens |\n");
   std::printf("|---|---|---:|---:|---:|---:|---:|---:|\n");
   auto row = [](const std::string& name, const char* mode, const Stability& s) {
     auto pct = [&](int v) { return s.pairs ? 100.0 * v / s.pairs : 0.0; };

@@ -1,12 +1,11 @@
 #include "core/assembler.h"
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <chrono>
 #include <cstdio>
 #include <limits>
 #include <memory>
-
-#include <boost/json.hpp>
 
 #include "core/groups.h"
 #include "core/sanitizer.h"
@@ -126,8 +125,9 @@ class Coverage {
     ranges_ = std::move(merged);
   }
   bool Covers(int64_t seq) const {
-    auto it = std::upper_bound(ranges_.begin(), ranges_.end(),
-                               std::pair<int64_t, int64_t>{seq, std::numeric_limits<int64_t>::max()});
+    auto it =
+        std::upper_bound(ranges_.begin(), ranges_.end(),
+                         std::pair<int64_t, int64_t>{seq, std::numeric_limits<int64_t>::max()});
     if (it == ranges_.begin()) return false;
     --it;
     return seq >= it->first && seq <= it->second;
@@ -172,7 +172,8 @@ std::string Num(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
-Result<AssembledContext> AssembleContext(const ContextInput& in, const MessageTokenCounter& counter) {
+Result<AssembledContext> AssembleContext(const ContextInput& in,
+                                         const MessageTokenCounter& counter) {
   if (Status s = in.budget.Validate(); !s.ok()) return s;
   if (in.tool_output_max_tokens <= 0) {
     return Status::InvalidArgument("must be positive", "tool_output_max_tokens");
@@ -232,7 +233,8 @@ Result<AssembledContext> AssembleContext(const ContextInput& in, const MessageTo
     entries.push_back(std::move(e));
   }
   const size_t n_entries = entries.size();
-  const size_t n_hist_entries = (n_entries > 0 && entries.back().is_new) ? n_entries - 1 : n_entries;
+  const size_t n_hist_entries =
+      (n_entries > 0 && entries.back().is_new) ? n_entries - 1 : n_entries;
   const MessageAt entry_at = [&](size_t i) -> const Message& { return *entries[i].msg; };
   const std::vector<GroupSpan> groups = ComputeGroups(n_entries, entry_at);
 
@@ -311,7 +313,7 @@ Result<AssembledContext> AssembleContext(const ContextInput& in, const MessageTo
     }
   }
   r.history_demand_tokens = demand;
-  r.zone = demand < r.threshold_tokens        ? "safe"
+  r.zone = demand < r.threshold_tokens     ? "safe"
            : demand <= full_history_budget ? "warning"
                                            : "overflow";
   r.should_summarize = r.uncovered_messages > in.message_threshold || demand > r.threshold_tokens;
@@ -360,10 +362,10 @@ Result<AssembledContext> AssembleContext(const ContextInput& in, const MessageTo
     // (c) Then every tool output left, the newest too.
     if (tail > r.available) squeeze(tail_start, n_entries);
     if (tail > r.available) {
-      return Status::ContextOverflow(
-          "the last turn needs " + Num(tail) + " tokens but only " + Num(r.available) +
-          " are available (total " + Num(b.total) + " - system " + Num(r.system_tokens) +
-          " - tools " + Num(r.tool_tokens) + ")");
+      return Status::ContextOverflow("the last turn needs " + Num(tail) + " tokens but only " +
+                                     Num(r.available) + " are available (total " + Num(b.total) +
+                                     " - system " + Num(r.system_tokens) + " - tools " +
+                                     Num(r.tool_tokens) + ")");
     }
   }
 
@@ -403,8 +405,7 @@ Result<AssembledContext> AssembleContext(const ContextInput& in, const MessageTo
     }
   }
   const int64_t cost_with_memory = system_cost(memory_section, "");
-  r.learnings_budget =
-      std::min(b.LearningsBudget(r.available), room_after_tail - r.memory_tokens);
+  r.learnings_budget = std::min(b.LearningsBudget(r.available), room_after_tail - r.memory_tokens);
   std::string learnings_section;
   if (!in.learnings.empty() && r.learnings_budget > 0) {
     std::string section = kLearningsHeading;
@@ -430,7 +431,8 @@ Result<AssembledContext> AssembleContext(const ContextInput& in, const MessageTo
     }
   }
   ctx.system = JoinSystem(in.system_prompt, memory_section, learnings_section);
-  r.system_message_tokens = ctx.system.empty() ? 0 : counter.CountMessage(Message::System(ctx.system));
+  r.system_message_tokens =
+      ctx.system.empty() ? 0 : counter.CountMessage(Message::System(ctx.system));
   // What the system side costs: measured message, or the reserve plus our sections.
   const int64_t system_side =
       r.system_measured ? r.system_message_tokens
@@ -550,8 +552,8 @@ Result<AssembledContext> AssembleContext(const ContextInput& in, const MessageTo
       ++r.dropped_messages;
     }
   }
-  r.used_tokens = system_side + r.tool_tokens + r.summary_tokens + r.history_tokens +
-                  r.new_message_tokens;
+  r.used_tokens =
+      system_side + r.tool_tokens + r.summary_tokens + r.history_tokens + r.new_message_tokens;
   return ctx;
 }
 
@@ -593,8 +595,8 @@ boost::json::object ContextReportToJson(const ContextReport& r) {
                               {"first_kept_seq", r.first_kept_seq},
                               {"first_fresh_seq", r.first_fresh_seq},
                               {"eviction", r.eviction}};
-  o["new_message"] = json::object{{"tokens", r.new_message_tokens},
-                                  {"dropped", r.new_message_dropped}};
+  o["new_message"] =
+      json::object{{"tokens", r.new_message_tokens}, {"dropped", r.new_message_dropped}};
   json::array sanitized;
   for (const SanitizedItem& s : r.sanitized) {
     sanitized.emplace_back(json::object{{"seq", s.seq},
@@ -605,8 +607,8 @@ boost::json::object ContextReportToJson(const ContextReport& r) {
   o["sanitized"] = std::move(sanitized);
   json::array truncated;
   for (const TruncatedItem& t : r.truncated) {
-    truncated.emplace_back(json::object{
-        {"seq", t.seq}, {"original_tokens", t.original_tokens}, {"tokens", t.tokens}});
+    truncated.emplace_back(
+        json::object{{"seq", t.seq}, {"original_tokens", t.original_tokens}, {"tokens", t.tokens}});
   }
   o["truncated"] = std::move(truncated);
   json::array newly;
@@ -614,8 +616,8 @@ boost::json::object ContextReportToJson(const ContextReport& r) {
   o["pruned"] = json::object{{"messages", r.pruned_messages},
                              {"newly_pruned_seqs", std::move(newly)},
                              {"freed_tokens", r.pruned_freed_tokens}};
-  o["fresh_tail"] = json::object{{"squeezed", r.tail_squeezed},
-                                 {"dropped_messages", r.tail_dropped_messages}};
+  o["fresh_tail"] =
+      json::object{{"squeezed", r.tail_squeezed}, {"dropped_messages", r.tail_dropped_messages}};
   return o;
 }
 

@@ -15,12 +15,11 @@
 // report.first_kept_seq as the next EvictionOptions::anchor_seq.
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <boost/json/object.hpp>
 
 #include "core/budget.h"
 #include "core/message.h"
@@ -74,8 +73,8 @@ struct ContextInput {
   TokenBudget budget;          // budget.total already reflects the model window
   int64_t context_window = 0;  // the model's window (report only; 0 = unknown)
   int64_t max_output_tokens = 0;
-  std::string system_prompt;   // base system prompt (empty = none known)
-  int64_t tool_tokens = -1;    // measured tool definitions; -1 = unknown (reserve applies)
+  std::string system_prompt;           // base system prompt (empty = none known)
+  int64_t tool_tokens = -1;            // measured tool definitions; -1 = unknown (reserve applies)
   std::vector<StoredMessage> history;  // whole session history, seq order
   std::vector<SummaryView> summaries;  // oldest first
   std::vector<MemoryHit> memory;       // most relevant first
@@ -85,11 +84,11 @@ struct ContextInput {
   int64_t message_threshold = 200;     // summarization trigger by count
   int64_t tool_output_max_tokens = 2500;
   // Added by the context engine (issue 4):
-  PruningOptions pruning;               // rule 5; history entries flagged kFlagPruned always
-                                        // render pruned, whatever these options say
+  PruningOptions pruning;                // rule 5; history entries flagged kFlagPruned always
+                                         // render pruned, whatever these options say
   int64_t min_tool_output_tokens = 128;  // floor when the fresh tail must be squeezed (rule 1)
-  int64_t max_learnings = 5;            // at most this many learnings, as many as fit
-  EvictionOptions eviction;             // cache-friendly eviction (off unless anchored)
+  int64_t max_learnings = 5;             // at most this many learnings, as many as fit
+  EvictionOptions eviction;              // cache-friendly eviction (off unless anchored)
 };
 
 // A message left out by the read-time sanitizer (core/sanitizer.h).
@@ -103,7 +102,7 @@ struct SanitizedItem {
 
 // A tool output shortened middle-out in this context (rule 6, or rule 1 in the tail).
 struct TruncatedItem {
-  int64_t seq = 0;  // 0: the new message
+  int64_t seq = 0;              // 0: the new message
   int64_t original_tokens = 0;  // the message as stored
   int64_t tokens = 0;           // the message as sent
 };
@@ -111,7 +110,7 @@ struct TruncatedItem {
 struct ContextReport {
   int64_t context_window = 0;
   int64_t max_output_tokens = 0;
-  int64_t total = 0;       // budget.total
+  int64_t total = 0;  // budget.total
   int64_t system_tokens = 0;
   bool system_measured = false;
   int64_t tool_tokens = 0;
@@ -125,7 +124,7 @@ struct ContextReport {
   int64_t used_tokens = 0;  // everything in the assembled context
   int64_t kept_messages = 0, dropped_messages = 0, fresh_tail_messages = 0;
   int64_t first_kept_seq = 0;  // 0 when no stored message is kept
-  std::string zone;           // "safe" | "warning" | "overflow"
+  std::string zone;            // "safe" | "warning" | "overflow"
   bool should_summarize = false;
   // Added by the context engine (issue 4):
   int64_t system_message_tokens = 0;  // the enriched system message as sent (0: none sent)
@@ -139,13 +138,13 @@ struct ContextReport {
   std::vector<std::string> included_summary_ids, skipped_summary_ids;
   std::vector<SanitizedItem> sanitized;
   std::vector<TruncatedItem> truncated;
-  int64_t pruned_messages = 0;        // tool results sent as the placeholder (sticky or new)
+  int64_t pruned_messages = 0;             // tool results sent as the placeholder (sticky or new)
   std::vector<int64_t> newly_pruned_seqs;  // the daemon must persist kFlagPruned on these
-  int64_t pruned_freed_tokens = 0;    // freed by newly_pruned_seqs
-  bool tail_squeezed = false;         // rule 1: the fresh tail alone did not fit
-  int64_t tail_dropped_messages = 0;  // rule 1: oldest tail groups left out
-  bool new_message_dropped = false;   // the sanitizer removed the new message
-  std::string eviction = "fill";      // "fill" (rule 3) | "anchored" | "anchor_moved"
+  int64_t pruned_freed_tokens = 0;         // freed by newly_pruned_seqs
+  bool tail_squeezed = false;              // rule 1: the fresh tail alone did not fit
+  int64_t tail_dropped_messages = 0;       // rule 1: oldest tail groups left out
+  bool new_message_dropped = false;        // the sanitizer removed the new message
+  std::string eviction = "fill";           // "fill" (rule 3) | "anchored" | "anchor_moved"
 };
 
 struct AssembledContext {
@@ -158,7 +157,8 @@ struct AssembledContext {
 // Fails with InvalidArgument for an invalid budget and ContextOverflow (with the
 // numbers) when the system prompt and tool definitions, or the last turn, cannot fit.
 // Stored tokens must come from the same counter (0 = unknown: counted here).
-Result<AssembledContext> AssembleContext(const ContextInput& input, const MessageTokenCounter& counter);
+Result<AssembledContext> AssembleContext(const ContextInput& input,
+                                         const MessageTokenCounter& counter);
 
 // ISO-8601 UTC with second precision ("2026-11-21T16:34:47Z"), as in summary headers.
 std::string FormatIsoUtcSeconds(int64_t epoch_ms);

@@ -16,7 +16,8 @@ std::string FindToolPairProblem(std::span<const Message> msgs) {
       std::unordered_set<std::string> open;
       for (const ToolCall& c : m.tool_calls) {
         if (c.id.empty()) return "empty call id at " + std::to_string(i);
-        if (!open.insert(c.id).second) return "call id " + c.id + " repeated at " + std::to_string(i);
+        if (!open.insert(c.id).second)
+          return "call id " + c.id + " repeated at " + std::to_string(i);
       }
       size_t j = i + 1;
       for (; j < msgs.size() && msgs[j].role == Role::kTool; ++j) {

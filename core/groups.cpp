@@ -37,8 +37,8 @@ size_t FreshTailStart(size_t n, const MessageAt& at, int64_t count) {
 }
 
 size_t FreshTailStart(std::span<const StoredMessage> history, int64_t count) {
-  return FreshTailStart(history.size(),
-                        [&](size_t i) -> const Message& { return history[i].message; }, count);
+  return FreshTailStart(
+      history.size(), [&](size_t i) -> const Message& { return history[i].message; }, count);
 }
 
 std::vector<GroupSpan> ChunkOnGroups(size_t begin, size_t end, const MessageAt& at,
@@ -56,7 +56,8 @@ std::vector<GroupSpan> ChunkOnGroups(size_t begin, size_t end, const MessageAt& 
       while (j < end && !IsGroupStart(at(j))) t += tokens_of(j++);
       if (chunk.end > chunk.begin && used + t > max_tokens) break;
       used += t;
-      chunk.has_tool_calls = chunk.has_tool_calls || (at(i).role == Role::kAssistant && at(i).HasToolCalls());
+      chunk.has_tool_calls =
+          chunk.has_tool_calls || (at(i).role == Role::kAssistant && at(i).HasToolCalls());
       chunk.end = j;
       i = j;
     }

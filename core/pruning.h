@@ -28,14 +28,14 @@ struct PruningOptions {
 struct PruneEntry {
   int64_t seq = 0;
   Role role = Role::kUser;
-  int64_t tokens = 0;          // as stored
-  int64_t pruned_tokens = 0;   // the same message with the placeholder as content
+  int64_t tokens = 0;           // as stored
+  int64_t pruned_tokens = 0;    // the same message with the placeholder as content
   bool already_pruned = false;  // kFlagPruned set
 };
 
 struct PruneDecision {
-  std::vector<int64_t> seqs;  // newly pruned, increasing; empty when nothing is pruned
-  int64_t freed_tokens = 0;   // sum of tokens - pruned_tokens over `seqs`
+  std::vector<int64_t> seqs;           // newly pruned, increasing; empty when nothing is pruned
+  int64_t freed_tokens = 0;            // sum of tokens - pruned_tokens over `seqs`
   int64_t candidate_freed_tokens = 0;  // what pruning would have freed (even if < minimum)
 };
 

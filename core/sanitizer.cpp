@@ -1,21 +1,27 @@
 #include "core/sanitizer.h"
 
 #include <algorithm>
-#include <unordered_set>
-
 #include <boost/json.hpp>
+#include <unordered_set>
 
 namespace missy {
 
 std::string_view DropReasonName(DropReason reason) {
   switch (reason) {
-    case DropReason::kOrphanResult: return "orphan_result";
-    case DropReason::kDuplicateResult: return "duplicate_result";
-    case DropReason::kUnansweredCall: return "unanswered_call";
-    case DropReason::kEmptyCallId: return "empty_call_id";
-    case DropReason::kDuplicateCallId: return "duplicate_call_id";
-    case DropReason::kInvalidPredecessor: return "invalid_predecessor";
-    case DropReason::kCallDropped: return "call_dropped";
+    case DropReason::kOrphanResult:
+      return "orphan_result";
+    case DropReason::kDuplicateResult:
+      return "duplicate_result";
+    case DropReason::kUnansweredCall:
+      return "unanswered_call";
+    case DropReason::kEmptyCallId:
+      return "empty_call_id";
+    case DropReason::kDuplicateCallId:
+      return "duplicate_call_id";
+    case DropReason::kInvalidPredecessor:
+      return "invalid_predecessor";
+    case DropReason::kCallDropped:
+      return "call_dropped";
   }
   return "unknown";
 }
@@ -76,8 +82,8 @@ SanitizeResult SanitizeForProvider(size_t n, const MessageAt& at) {
         }
         // Keep index order in `dropped`: the call first, then its results.
         drop(group.call_index, group.ids[missing], DropReason::kUnansweredCall,
-             "assistant tool call " + group.ids[missing] + " has no result (unanswered: " +
-                 missing_list + "); its group is dropped");
+             "assistant tool call " + group.ids[missing] +
+                 " has no result (unanswered: " + missing_list + "); its group is dropped");
         for (size_t r : group.results) {
           const std::string& id = at(r).tool_call_id;
           drop(r, id, DropReason::kCallDropped,
@@ -107,8 +113,7 @@ SanitizeResult SanitizeForProvider(size_t n, const MessageAt& at) {
         drop(i, id, DropReason::kCallDropped,
              "tool result for " + id + " belongs to a dropped call group");
       } else {
-        drop(i, id, DropReason::kOrphanResult,
-             "tool result for " + id + " answers no open call");
+        drop(i, id, DropReason::kOrphanResult, "tool result for " + id + " answers no open call");
       }
       continue;
     }
@@ -133,13 +138,11 @@ SanitizeResult SanitizeForProvider(size_t n, const MessageAt& at) {
         }
         ids.push_back(c.id);
       }
-      if (!bad && !(have_last && (last_kept_role == Role::kUser ||
-                                  last_kept_role == Role::kTool ||
+      if (!bad && !(have_last && (last_kept_role == Role::kUser || last_kept_role == Role::kTool ||
                                   last_kept_role == Role::kSystem))) {
         drop(i, ids.front(), DropReason::kInvalidPredecessor,
              std::string("assistant tool call ") + ids.front() + " follows " +
-                 (have_last ? std::string("a ") + std::string(RoleName(last_kept_role)) +
-                                  " message"
+                 (have_last ? std::string("a ") + std::string(RoleName(last_kept_role)) + " message"
                             : std::string("nothing")) +
                  " instead of a user or tool message; its group is dropped");
         bad = true;
@@ -160,8 +163,9 @@ SanitizeResult SanitizeForProvider(size_t n, const MessageAt& at) {
   }
   close_group();
   // close_group() may report a call after its results' neighbours: restore index order.
-  std::stable_sort(out.dropped.begin(), out.dropped.end(),
-                   [](const DroppedMessage& a, const DroppedMessage& b) { return a.index < b.index; });
+  std::stable_sort(
+      out.dropped.begin(), out.dropped.end(),
+      [](const DroppedMessage& a, const DroppedMessage& b) { return a.index < b.index; });
   return out;
 }
 

@@ -6,14 +6,13 @@
 // with PicoClaw's semantics, and says what it dropped and why. Pure functions.
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <boost/json/object.hpp>
 
 #include "core/groups.h"
 #include "core/message.h"
@@ -54,7 +53,7 @@ struct DroppedMessage {
 };
 
 struct SanitizeResult {
-  std::vector<size_t> kept;  // indices of kept messages, increasing
+  std::vector<size_t> kept;             // indices of kept messages, increasing
   std::vector<DroppedMessage> dropped;  // in index order
 };
 
@@ -71,8 +70,8 @@ std::vector<Message> SanitizeMessages(std::span<const Message> messages,
 // tool results came after it. Ids reused in a later round are legal because every
 // assistant message starts a new round.
 struct OpenCallState {
-  bool round_open = false;  // the last non-tool message is an assistant with tool_calls
-  std::vector<std::string> open_ids;      // its calls not answered yet, in call order
+  bool round_open = false;            // the last non-tool message is an assistant with tool_calls
+  std::vector<std::string> open_ids;  // its calls not answered yet, in call order
   std::vector<std::string> answered_ids;  // its calls already answered
   bool operator==(const OpenCallState&) const = default;
 };

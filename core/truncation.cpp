@@ -103,8 +103,8 @@ size_t LongestTailStart(std::string_view s, int64_t budget, const MessageTokenCo
   while (end > 0) {
     const size_t floor = end > kChunkBytes ? end - kChunkBytes : 0;
     const size_t nl = end >= 2 ? s.substr(0, end - 1).rfind('\n') : std::string_view::npos;
-    chunk_start = (nl != std::string_view::npos && nl + 1 > floor) ? nl + 1
-                                                                   : Utf8BoundaryAtOrAfter(s, floor);
+    chunk_start =
+        (nl != std::string_view::npos && nl + 1 > floor) ? nl + 1 : Utf8BoundaryAtOrAfter(s, floor);
     if (chunk_start >= end) chunk_start = Utf8BoundaryAtOrBefore(s, end - 1);
     const int64_t t = counter.CountText(s.substr(chunk_start, end - chunk_start));
     if (used + t > budget) break;

@@ -18,11 +18,11 @@ namespace missy {
 inline constexpr size_t kSnapWindowBytes = 256;
 
 struct TruncatedText {
-  std::string text;              // the input when nothing was cut
+  std::string text;  // the input when nothing was cut
   bool truncated = false;
-  int64_t original_tokens = 0;   // CountText(input)
-  int64_t tokens = 0;            // CountText(text)
-  int64_t removed_tokens = 0;    // N in the marker: original - head - tail
+  int64_t original_tokens = 0;  // CountText(input)
+  int64_t tokens = 0;           // CountText(text)
+  int64_t removed_tokens = 0;   // N in the marker: original - head - tail
 };
 
 // Marker placed between head and tail ("[...truncated 1234 tokens...]").

@@ -3,12 +3,12 @@
 // summaries, memory, learnings, pruning flags; 10% of the histories are corrupted
 // (orphans, duplicates, missing results) to exercise the sanitizer on the way.
 // Seeded: MISSY_PROPERTY_SEED=<n> replays a run; every failure prints its seed.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <random>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "context_test_helpers.h"
 #include "core/assembler.h"
@@ -38,7 +38,8 @@ std::string CheckToolPairs(const std::vector<Message>& msgs) {
                  " answers no open call (orphan or duplicate)";
         }
       }
-      if (!open.empty()) return "call " + *open.begin() + " at " + std::to_string(i) + " unanswered";
+      if (!open.empty())
+        return "call " + *open.begin() + " at " + std::to_string(i) + " unanswered";
       i = j;
       continue;
     }
@@ -54,7 +55,7 @@ struct Generated {
 
 std::string RandomText(std::mt19937_64& rng, size_t len) {
   static const char* const kWords[] = {"build", "error:", "{\"k\":", "1234", "src/main.cc",
-                                       "日本", "ok", "\n", "é", "result:"};
+                                       "日本",  "ok",     "\n",      "é",    "result:"};
   std::string s;
   while (s.size() < len) {
     s += kWords[rng() % 10];
@@ -81,7 +82,8 @@ Generated RandomConversation(std::mt19937_64& rng) {
       std::vector<ToolCall> tc;
       for (int c = 0; c < calls; ++c) {
         // Sometimes reuse "call_0" in a new round (legal).
-        std::string id = (c == 0 && rng() % 10 == 0) ? "call_0" : "call_" + std::to_string(++next_id);
+        std::string id =
+            (c == 0 && rng() % 10 == 0) ? "call_0" : "call_" + std::to_string(++next_id);
         tc.push_back({id, "function", "bash", "{\"command\":\"ls\"}"});
       }
       g.conv.push_back(Message::AssistantCalls(tc, rng() % 2 ? "" : "let me look"));
@@ -101,9 +103,15 @@ Generated RandomConversation(std::mt19937_64& rng) {
     for (int k = 0; k < mutations && !g.conv.empty(); ++k) {
       size_t i = rng() % g.conv.size();
       switch (rng() % 3) {
-        case 0: g.conv.erase(g.conv.begin() + i); break;
-        case 1: g.conv.insert(g.conv.begin() + i, g.conv[i]); break;
-        default: std::swap(g.conv[i], g.conv[rng() % g.conv.size()]); break;
+        case 0:
+          g.conv.erase(g.conv.begin() + i);
+          break;
+        case 1:
+          g.conv.insert(g.conv.begin() + i, g.conv[i]);
+          break;
+        default:
+          std::swap(g.conv[i], g.conv[rng() % g.conv.size()]);
+          break;
       }
     }
   }
@@ -112,7 +120,8 @@ Generated RandomConversation(std::mt19937_64& rng) {
 
 TEST(AssemblerPropertyTest, RandomHistoriesKeepEveryInvariant) {
   uint64_t base_seed = 20261121;
-  if (const char* env = std::getenv("MISSY_PROPERTY_SEED")) base_seed = std::strtoull(env, nullptr, 10);
+  if (const char* env = std::getenv("MISSY_PROPERTY_SEED"))
+    base_seed = std::strtoull(env, nullptr, 10);
   const int kRuns = std::getenv("MISSY_PROPERTY_SEED") ? 1 : 3000;
   const MessageTokenCounter bytes = testing::BytesCounter();
   const MessageTokenCounter heuristic(std::make_shared<HeuristicTokenCounter>());
@@ -120,8 +129,8 @@ TEST(AssemblerPropertyTest, RandomHistoriesKeepEveryInvariant) {
       dropped_runs = 0;
   for (int run = 0; run < kRuns; ++run) {
     const uint64_t seed = base_seed + static_cast<uint64_t>(run);
-    SCOPED_TRACE("seed=" + std::to_string(seed) + " (rerun with MISSY_PROPERTY_SEED=" +
-                 std::to_string(seed) + ")");
+    SCOPED_TRACE("seed=" + std::to_string(seed) +
+                 " (rerun with MISSY_PROPERTY_SEED=" + std::to_string(seed) + ")");
     std::mt19937_64 rng(seed);
     const MessageTokenCounter& counter = rng() % 3 == 0 ? heuristic : bytes;
     Generated g = RandomConversation(rng);
@@ -132,8 +141,10 @@ TEST(AssemblerPropertyTest, RandomHistoriesKeepEveryInvariant) {
       if (m.message.role == Role::kTool && rng() % 20 == 0) m.flags |= kFlagPruned;
     }
     in.budget.total = static_cast<int64_t>(rng() % 40000);
-    in.budget.system_reserve = static_cast<int64_t>(rng() % 2) * std::min<int64_t>(in.budget.total / 4, 2000);
-    in.budget.tool_definitions_reserve = static_cast<int64_t>(rng() % 2) * std::min<int64_t>(in.budget.total / 4, 2000);
+    in.budget.system_reserve =
+        static_cast<int64_t>(rng() % 2) * std::min<int64_t>(in.budget.total / 4, 2000);
+    in.budget.tool_definitions_reserve =
+        static_cast<int64_t>(rng() % 2) * std::min<int64_t>(in.budget.total / 4, 2000);
     in.budget.memory_fraction = (rng() % 30) / 100.0;
     in.budget.learnings_fraction = (rng() % 10) / 100.0;
     in.budget.fresh_tail_count = static_cast<int64_t>(rng() % 24);
@@ -148,7 +159,8 @@ TEST(AssemblerPropertyTest, RandomHistoriesKeepEveryInvariant) {
       in.memory.push_back({"memory", "m" + std::to_string(k), RandomText(rng, rng() % 800), 1.0});
     }
     for (int k = static_cast<int>(rng() % 8); k > 0; --k) {
-      in.learnings.push_back({"l" + std::to_string(k), "task", "success", RandomText(rng, rng() % 300), 0});
+      in.learnings.push_back(
+          {"l" + std::to_string(k), "task", "success", RandomText(rng, rng() % 300), 0});
     }
     // Summaries over a group-aligned prefix of the history, in 1-3 consecutive pieces.
     if (!in.history.empty() && rng() % 2) {
@@ -156,8 +168,9 @@ TEST(AssemblerPropertyTest, RandomHistoriesKeepEveryInvariant) {
       size_t cut = GroupStartAtOrBefore(in.history.size(), at, rng() % in.history.size());
       size_t begin = 0;
       for (int piece = 1 + static_cast<int>(rng() % 3); piece > 0 && begin < cut; --piece) {
-        size_t end = piece == 1 ? cut : GroupStartAtOrBefore(in.history.size(), at,
-                                                             begin + 1 + rng() % (cut - begin));
+        size_t end = piece == 1 ? cut
+                                : GroupStartAtOrBefore(in.history.size(), at,
+                                                       begin + 1 + rng() % (cut - begin));
         if (end <= begin) end = cut;
         in.summaries.push_back({"s" + std::to_string(begin), 0, in.history[begin].seq,
                                 in.history[end - 1].seq, static_cast<int64_t>(end - begin), 0, 0,
@@ -186,12 +199,14 @@ TEST(AssemblerPropertyTest, RandomHistoriesKeepEveryInvariant) {
     MessageAt hat = [&](size_t k) -> const Message& { return in.history[hist_kept[k]].message; };
     const size_t tail_k = FreshTailStart(hist_kept.size(), hat, in.budget.fresh_tail_count);
     int64_t tail_stored = 0;
-    for (size_t k = tail_k; k < hist_kept.size(); ++k) tail_stored += in.history[hist_kept[k]].tokens;
+    for (size_t k = tail_k; k < hist_kept.size(); ++k)
+      tail_stored += in.history[hist_kept[k]].tokens;
     if (in.new_message && !san.kept.empty() && san.kept.back() == n_hist) {
       tail_stored += counter.CountMessage(*in.new_message);
     }
-    const int64_t system = in.system_prompt.empty() ? in.budget.system_reserve
-                                                    : counter.CountMessage(Message::System(in.system_prompt));
+    const int64_t system = in.system_prompt.empty()
+                               ? in.budget.system_reserve
+                               : counter.CountMessage(Message::System(in.system_prompt));
     const int64_t tools = in.tool_tokens >= 0 ? in.tool_tokens : in.budget.tool_definitions_reserve;
     const int64_t available = in.budget.total - system - tools;
 
@@ -225,7 +240,8 @@ TEST(AssemblerPropertyTest, RandomHistoriesKeepEveryInvariant) {
     ASSERT_EQ(kept.size(), ctx.kept_seqs.size());
     for (const GroupSpan& grp : ComputeGroups(hist_kept.size(), hat)) {
       size_t in_ctx = 0;
-      for (size_t k = grp.begin; k < grp.end; ++k) in_ctx += kept.count(in.history[hist_kept[k]].seq);
+      for (size_t k = grp.begin; k < grp.end; ++k)
+        in_ctx += kept.count(in.history[hist_kept[k]].seq);
       ASSERT_TRUE(in_ctx == 0 || in_ctx == grp.size())
           << "group at sanitized index " << grp.begin << " split";
     }

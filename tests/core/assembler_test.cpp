@@ -1,7 +1,8 @@
 #include "core/assembler.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+
+#include <boost/json.hpp>
 
 #include "context_test_helpers.h"
 #include "core/sanitizer.h"
@@ -35,8 +36,8 @@ TEST(AssemblerTest, EverythingFitsInMissyOrder) {
   in.budget.learnings_fraction = 0.05;
   in.system_prompt = "You are Missy.";
   in.history = Store(Conv("u aTC(A) t(A) a u a"), counter);
-  in.summaries.push_back({"sum_1", 0, 1, 0, 12, 1'700'000'000'000, 1'700'000'060'000,
-                          "earlier work", 0});
+  in.summaries.push_back(
+      {"sum_1", 0, 1, 0, 12, 1'700'000'000'000, 1'700'000'060'000, "earlier work", 0});
   in.memory.push_back({"memory", "m1", "the repo uses CMake", 1.0});
   in.learnings.push_back({"l1", "build", "success", "run ninja with -j2", 0});
   in.new_message = Message::User("next");
@@ -110,10 +111,10 @@ TEST(AssemblerTest, SummariesSkipNotStop) {
                   {"s2", 0, 2, 2, 1, 0, 0, std::string(500, 'x'), 0},
                   {"s3", 0, 3, 3, 1, 0, 0, "another short one", 0}};
   const int64_t tail = in.history[4].tokens + in.history[5].tokens;
-  const int64_t s1 = counter.CountMessage(Message::User(SummaryHeader(in.summaries[0]) + "\n" +
-                                                        in.summaries[0].text));
-  const int64_t s3 = counter.CountMessage(Message::User(SummaryHeader(in.summaries[2]) + "\n" +
-                                                        in.summaries[2].text));
+  const int64_t s1 = counter.CountMessage(
+      Message::User(SummaryHeader(in.summaries[0]) + "\n" + in.summaries[0].text));
+  const int64_t s3 = counter.CountMessage(
+      Message::User(SummaryHeader(in.summaries[2]) + "\n" + in.summaries[2].text));
   in.budget.total = tail + s1 + s3;
   Result<AssembledContext> ctx = AssembleContext(in, counter);
   ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
@@ -184,7 +185,6 @@ TEST(AssemblerTest, SanitizedMessagesAreReported) {
   boost::json::object j = ContextReportToJson(ctx->report);
   EXPECT_EQ(j["sanitized"].as_array().size(), 3u);
 }
-
 
 TEST(AssemblerTest, MemoryIsTruncatedToItsBudget) {
   const MessageTokenCounter counter = BytesCounter();
@@ -289,15 +289,14 @@ TEST(AssemblerTest, ZonesAndSummarizeTrigger) {
   };
   // History "u a u a" = 4 x 7 tokens ("u#0": 4 + 3); threshold floor(0.75 x total).
   const std::vector<Case> cases = {
-      {100, 200, "safe", false},   // 28 < 75
-      {37, 200, "warning", true},  // 28 >= 27.75 -> 27, <= 37
-      {28, 200, "warning", true},  // exactly the budget
-      {27, 200, "overflow", true},
-      {100, 3, "safe", true},  // 4 messages > 3
+      {100, 200, "safe", false},                            // 28 < 75
+      {37, 200, "warning", true},                           // 28 >= 27.75 -> 27, <= 37
+      {28, 200, "warning", true},                           // exactly the budget
+      {27, 200, "overflow", true}, {100, 3, "safe", true},  // 4 messages > 3
   };
   for (const Case& c : cases) {
-    SCOPED_TRACE("total=" + std::to_string(c.total) + " message_threshold=" +
-                 std::to_string(c.message_threshold));
+    SCOPED_TRACE("total=" + std::to_string(c.total) +
+                 " message_threshold=" + std::to_string(c.message_threshold));
     ContextInput in = BaseInput(c.total, 1);
     in.history = Store(Conv("u a u a"), counter);
     in.message_threshold = c.message_threshold;
@@ -391,8 +390,8 @@ TEST(AssemblerTest, PrunedFlagIsStickyAndKeepsThePrefixBytes) {
   // changed) but the flag still renders: same bytes for the common prefix.
   in.history[2].flags |= kFlagPruned;
   for (const Message& m : Conv("u a")) {
-    in.history.push_back({static_cast<int64_t>(in.history.size() + 1), 0, counter.CountMessage(m),
-                          0, m});
+    in.history.push_back(
+        {static_cast<int64_t>(in.history.size() + 1), 0, counter.CountMessage(m), 0, m});
   }
   in.pruning.enabled = false;
   Result<AssembledContext> second = AssembleContext(in, counter);
@@ -407,10 +406,9 @@ TEST(AssemblerTest, PrunedFlagIsStickyAndKeepsThePrefixBytes) {
 TEST(AssemblerTest, FreshTailSqueezeTruncatesOldToolOutputsFirst) {
   const MessageTokenCounter counter = BytesCounter();
   ContextInput in = BaseInput(0, 16);
-  std::vector<Message> conv = {Message::User("go"),
-                               Message::AssistantCalls({{"c1", "function", "f", ""}}),
-                               Message::ToolResult("c1", std::string(2000, 'x')),
-                               Message::Assistant("done")};
+  std::vector<Message> conv = {
+      Message::User("go"), Message::AssistantCalls({{"c1", "function", "f", ""}}),
+      Message::ToolResult("c1", std::string(2000, 'x')), Message::Assistant("done")};
   in.history = Store(conv, counter);
   in.budget.total = 1200;
   Result<AssembledContext> ctx = AssembleContext(in, counter);
@@ -464,10 +462,10 @@ TEST(AssemblerTest, ReportJsonHasEverySection) {
   Result<AssembledContext> ctx = AssembleContext(in, counter);
   ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
   boost::json::object j = ContextReportToJson(ctx->report);
-  for (const char* key : {"context_window", "max_output_tokens", "total", "used_tokens",
-                          "available", "zone", "should_summarize", "system", "tools", "memory",
-                          "learnings", "summaries", "history", "new_message", "sanitized",
-                          "truncated", "pruned", "fresh_tail"}) {
+  for (const char* key :
+       {"context_window", "max_output_tokens", "total", "used_tokens", "available", "zone",
+        "should_summarize", "system", "tools", "memory", "learnings", "summaries", "history",
+        "new_message", "sanitized", "truncated", "pruned", "fresh_tail"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["context_window"].as_int64(), 128000);

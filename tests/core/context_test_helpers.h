@@ -15,9 +15,7 @@ namespace missy::testing {
 // One token per byte: additive, so expected sizes can be computed by hand.
 class ByteCounter final : public TokenCounter {
  public:
-  int64_t Count(std::string_view text) const override {
-    return static_cast<int64_t>(text.size());
-  }
+  int64_t Count(std::string_view text) const override { return static_cast<int64_t>(text.size()); }
   std::string Name() const override { return "bytes"; }
 };
 
@@ -75,9 +73,15 @@ inline std::string Shape(const std::vector<Message>& messages) {
   for (const Message& m : messages) {
     if (!out.empty()) out += " ";
     switch (m.role) {
-      case Role::kUser: out += "u"; break;
-      case Role::kSystem: out += "s"; break;
-      case Role::kTool: out += "t(" + m.tool_call_id + ")"; break;
+      case Role::kUser:
+        out += "u";
+        break;
+      case Role::kSystem:
+        out += "s";
+        break;
+      case Role::kTool:
+        out += "t(" + m.tool_call_id + ")";
+        break;
       case Role::kAssistant:
         if (m.HasToolCalls()) {
           out += "aTC(";
@@ -95,8 +99,7 @@ inline std::string Shape(const std::vector<Message>& messages) {
 }
 
 inline std::vector<StoredMessage> Store(const std::vector<Message>& messages,
-                                        const MessageTokenCounter& counter,
-                                        int64_t first_seq = 1) {
+                                        const MessageTokenCounter& counter, int64_t first_seq = 1) {
   std::vector<StoredMessage> out;
   for (const Message& m : messages) {
     StoredMessage s;

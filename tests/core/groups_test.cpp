@@ -13,7 +13,8 @@ std::string Spans(const std::vector<GroupSpan>& groups) {
   std::string out;
   for (const GroupSpan& g : groups) {
     if (!out.empty()) out += " ";
-    out += "[" + std::to_string(g.begin) + "," + std::to_string(g.end) + (g.has_tool_calls ? ")*" : ")");
+    out += "[" + std::to_string(g.begin) + "," + std::to_string(g.end) +
+           (g.has_tool_calls ? ")*" : ")");
   }
   return out;
 }
@@ -66,7 +67,8 @@ TEST(GroupsTest, FreshTailStartMovesBackToGroupStart) {
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.conv) + " count=" + std::to_string(c.count));
     std::vector<Message> m = Conv(c.conv);
-    EXPECT_EQ(FreshTailStart(m.size(), [&](size_t i) -> const Message& { return m[i]; }, c.count),
+    EXPECT_EQ(FreshTailStart(
+                  m.size(), [&](size_t i) -> const Message& { return m[i]; }, c.count),
               c.start);
   }
 }
@@ -103,8 +105,9 @@ TEST(GroupsTest, ChunksForSummariesCutOnGroupBoundaries) {
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.conv) + " max=" + std::to_string(c.max_tokens));
     std::vector<Message> m = Conv(c.conv);
-    EXPECT_EQ(Spans(ChunkOnGroups(0, m.size(), [&](size_t i) -> const Message& { return m[i]; },
-                                  [](size_t) -> int64_t { return 10; }, c.max_tokens)),
+    EXPECT_EQ(Spans(ChunkOnGroups(
+                  0, m.size(), [&](size_t i) -> const Message& { return m[i]; },
+                  [](size_t) -> int64_t { return 10; }, c.max_tokens)),
               c.chunks);
   }
 }

@@ -9,8 +9,8 @@ namespace {
 std::vector<PruneEntry> Entries(const std::vector<std::pair<Role, int64_t>>& spec) {
   std::vector<PruneEntry> out;
   for (const auto& [role, tokens] : spec) {
-    out.push_back({static_cast<int64_t>(out.size() + 1), role, tokens, role == Role::kTool ? 10 : tokens,
-                   false});
+    out.push_back({static_cast<int64_t>(out.size() + 1), role, tokens,
+                   role == Role::kTool ? 10 : tokens, false});
   }
   return out;
 }

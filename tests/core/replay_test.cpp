@@ -4,9 +4,9 @@
 // validates every context: within budget, no orphan, no split group, fresh tail present.
 // Pruning decisions are persisted between requests as the daemon does (sticky flags).
 // Also measures prefix stability between consecutive requests.
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -168,10 +168,11 @@ TEST(ReplayTest, RealTrajectoriesAt30kTokens) {
     ASSERT_FALSE(messages.empty()) << f;
     ReplayStats s = Replay(f, messages);
     total_contexts += s.contexts;
-    std::printf("replay %-36s %4zu msgs %4d contexts: identical prefix %4d, front-evicted %4d, "
-                "broken by pruning %2d (pruning events %2d), max used %lld\n",
-                f.c_str(), messages.size(), s.contexts, s.identical, s.front_evicted,
-                s.broken_by_pruning, s.pruning_events, static_cast<long long>(s.max_used));
+    std::printf(
+        "replay %-36s %4zu msgs %4d contexts: identical prefix %4d, front-evicted %4d, "
+        "broken by pruning %2d (pruning events %2d), max used %lld\n",
+        f.c_str(), messages.size(), s.contexts, s.identical, s.front_evicted, s.broken_by_pruning,
+        s.pruning_events, static_cast<long long>(s.max_used));
     EXPECT_GT(s.contexts, 0) << f;
   }
   EXPECT_GT(total_contexts, 500);
@@ -197,10 +198,11 @@ TEST(ReplayTest, AnchoredEvictionKeepsPrefixesStable) {
 TEST(ReplayTest, Synthetic500Turns) {
   std::vector<Message> messages = SyntheticSession(500);
   ReplayStats s = Replay("synthetic-500", messages);
-  std::printf("replay synthetic-500 %zu msgs %d contexts: identical %d, front-evicted %d, "
-              "broken by pruning %d (pruning events %d), max used %lld\n",
-              messages.size(), s.contexts, s.identical, s.front_evicted, s.broken_by_pruning,
-              s.pruning_events, static_cast<long long>(s.max_used));
+  std::printf(
+      "replay synthetic-500 %zu msgs %d contexts: identical %d, front-evicted %d, "
+      "broken by pruning %d (pruning events %d), max used %lld\n",
+      messages.size(), s.contexts, s.identical, s.front_evicted, s.broken_by_pruning,
+      s.pruning_events, static_cast<long long>(s.max_used));
   EXPECT_EQ(s.contexts, 1000);  // two assistant messages per turn
   EXPECT_GT(s.front_evicted, 0) << "a 500-turn session must evict at 30,000 tokens";
 }

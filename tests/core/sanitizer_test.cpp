@@ -1,7 +1,8 @@
 #include "core/sanitizer.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+
+#include <boost/json.hpp>
 
 #include "context_test_helpers.h"
 
@@ -22,32 +23,48 @@ TEST(SanitizerTest, PicoClawReferenceCasesAndRelatives) {
   const std::vector<SanitizeCase> cases = {
       // DESIGN.md §9, in order.
       {"complete group kept", "u aTC(A) t(A) a", "u aTC(A) t(A) a", {}},
-      {"call after plain assistant", "u a aTC(A) t(A)", "u a",
+      {"call after plain assistant",
+       "u a aTC(A) t(A)",
+       "u a",
        {"invalid_predecessor", "call_dropped"}},
       {"leading orphan", "t(A) u", "u", {"orphan_result"}},
       {"orphan after user", "u t(A)", "u", {"orphan_result"}},
       {"orphan after assistant", "u a t(A)", "u a", {"orphan_result"}},
       {"leading call group", "aTC(A) t(A) u", "u", {"invalid_predecessor", "call_dropped"}},
-      {"duplicate results", "u aTC(A,B) t(A) t(B) t(A) t(B) a", "u aTC(A,B) t(A) t(B) a",
+      {"duplicate results",
+       "u aTC(A,B) t(A) t(B) t(A) t(B) a",
+       "u aTC(A,B) t(A) t(B) a",
        {"duplicate_result", "duplicate_result"}},
-      {"id reused in two rounds", "u aTC(call_0) t(call_0) u aTC(call_0) t(call_0) a",
-       "u aTC(call_0) t(call_0) u aTC(call_0) t(call_0) a", {}},
+      {"id reused in two rounds",
+       "u aTC(call_0) t(call_0) u aTC(call_0) t(call_0) a",
+       "u aTC(call_0) t(call_0) u aTC(call_0) t(call_0) a",
+       {}},
       {"empty call id", "u aTC() t() a", "u a", {"empty_call_id", "call_dropped"}},
       {"partial answers", "u aTC(A,B) t(A) u a", "u u a", {"unanswered_call", "call_dropped"}},
       // Relatives.
       {"chained calls", "u aTC(A) t(A) aTC(B) t(B) a", "u aTC(A) t(A) aTC(B) t(B) a", {}},
-      {"parallel calls answered out of order", "u aTC(A,B,C) t(C) t(A) t(B) a",
-       "u aTC(A,B,C) t(C) t(A) t(B) a", {}},
+      {"parallel calls answered out of order",
+       "u aTC(A,B,C) t(C) t(A) t(B) a",
+       "u aTC(A,B,C) t(C) t(A) t(B) a",
+       {}},
       {"trailing unanswered call", "u aTC(A)", "u", {"unanswered_call"}},
-      {"result from a previous round", "u aTC(A) t(A) aTC(B) t(A) t(B)",
-       "u aTC(A) t(A) aTC(B) t(B)", {"orphan_result"}},
-      {"foreign result inside group", "u aTC(A,B) t(A) t(X) t(B)", "u aTC(A,B) t(A) t(B)",
+      {"result from a previous round",
+       "u aTC(A) t(A) aTC(B) t(A) t(B)",
+       "u aTC(A) t(A) aTC(B) t(B)",
        {"orphan_result"}},
-      {"repeated id in one call", "u aTC(A,A) t(A) t(A)", "u",
+      {"foreign result inside group",
+       "u aTC(A,B) t(A) t(X) t(B)",
+       "u aTC(A,B) t(A) t(B)",
+       {"orphan_result"}},
+      {"repeated id in one call",
+       "u aTC(A,A) t(A) t(A)",
+       "u",
        {"duplicate_call_id", "call_dropped", "call_dropped"}},
       {"result after interruption", "u aTC(A) u t(A)", "u u", {"unanswered_call", "orphan_result"}},
       {"system message is a valid predecessor", "s aTC(A) t(A) u", "s aTC(A) t(A) u", {}},
-      {"dropped group poisons the next call", "u a aTC(A) t(A) aTC(B) t(B) u", "u a u",
+      {"dropped group poisons the next call",
+       "u a aTC(A) t(A) aTC(B) t(B) u",
+       "u a u",
        {"invalid_predecessor", "call_dropped", "invalid_predecessor", "call_dropped"}},
       {"empty history", "", "", {}},
   };
@@ -86,16 +103,36 @@ TEST(SanitizerTest, ValidateAppendFlagsAndWarnings) {
   const std::vector<AppendCase> cases = {
       {"clean round", "u", "aTC(A,B) t(B) t(A) a", {0, 0, 0, 0}, {}, {}},
       {"orphan after user", "u", "t(call_9)", {kFlagOrphanResult}, {"0:call_9:orphan_result"}, {}},
-      {"duplicate", "u aTC(A)", "t(A) t(A)", {0, kFlagDuplicateResult}, {"1:A:duplicate_result"},
+      {"duplicate",
+       "u aTC(A)",
+       "t(A) t(A)",
+       {0, kFlagDuplicateResult},
+       {"1:A:duplicate_result"},
        {true, {}, {"A"}}},
-      {"unanswered before user", "u aTC(A,B) t(A)", "u", {kFlagUnansweredCall},
-       {"0:B:unanswered_call"}, {}},
-      {"unanswered before new call", "u aTC(A)", "aTC(B) t(B)", {kFlagUnansweredCall, 0},
-       {"0:A:unanswered_call"}, {true, {}, {"B"}}},
-      {"id reused in a new round", "u aTC(call_0) t(call_0)", "aTC(call_0) t(call_0)", {0, 0},
-       {}, {true, {}, {"call_0"}}},
-      {"result for an older round", "u aTC(A) t(A) aTC(B)", "t(A) t(B)",
-       {kFlagOrphanResult, 0}, {"0:A:orphan_result"}, {true, {}, {"B"}}},
+      {"unanswered before user",
+       "u aTC(A,B) t(A)",
+       "u",
+       {kFlagUnansweredCall},
+       {"0:B:unanswered_call"},
+       {}},
+      {"unanswered before new call",
+       "u aTC(A)",
+       "aTC(B) t(B)",
+       {kFlagUnansweredCall, 0},
+       {"0:A:unanswered_call"},
+       {true, {}, {"B"}}},
+      {"id reused in a new round",
+       "u aTC(call_0) t(call_0)",
+       "aTC(call_0) t(call_0)",
+       {0, 0},
+       {},
+       {true, {}, {"call_0"}}},
+      {"result for an older round",
+       "u aTC(A) t(A) aTC(B)",
+       "t(A) t(B)",
+       {kFlagOrphanResult, 0},
+       {"0:A:orphan_result"},
+       {true, {}, {"B"}}},
       {"open state carried", "u aTC(A,B) t(A)", "t(B)", {0}, {}, {true, {}, {"A", "B"}}},
       {"empty call id", "u", "aTC()", {0}, {"0::empty_call_id"}, {true, {}, {}}},
       {"pending after batch", "u", "aTC(A,B) t(B)", {0, 0}, {}, {true, {"A"}, {"B"}}},
@@ -113,9 +150,8 @@ TEST(SanitizerTest, ValidateAppendFlagsAndWarnings) {
     }
     EXPECT_EQ(problems, c.problems);
     EXPECT_EQ(v.ok(), c.problems.empty());
-    EXPECT_EQ(v.state_after, c.after)
-        << "open=" << v.state_after.open_ids.size()
-        << " answered=" << v.state_after.answered_ids.size();
+    EXPECT_EQ(v.state_after, c.after) << "open=" << v.state_after.open_ids.size()
+                                      << " answered=" << v.state_after.answered_ids.size();
   }
 }
 
