@@ -31,7 +31,8 @@ std::string Lower(std::string_view s) {
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -41,9 +42,7 @@ int RemainingMs(Clock::time_point deadline) {
   return static_cast<int>(std::min<long long>(left, 1 << 30));
 }
 
-Status TimedOut(const char* what) {
-  return Status::Unavailable(std::string("timed out ") + what);
-}
+Status TimedOut(const char* what) { return Status::Unavailable(std::string("timed out ") + what); }
 
 // Waits until `fd` is ready for `events`; kUnavailable on timeout.
 Status WaitFor(int fd, short events, Clock::time_point deadline, const char* what) {
@@ -186,8 +185,8 @@ Result<ClientResponse> ReadResponse(int fd, std::string* buf, Clock::time_point 
     if (ec != std::errc() || p != status_line.data() + 12) {
       return Status::Corruption("bad status line: " + std::string(status_line.substr(0, 80)));
     }
-    std::string_view rest = line_end == std::string_view::npos ? std::string_view()
-                                                                : head.substr(line_end + 2);
+    std::string_view rest =
+        line_end == std::string_view::npos ? std::string_view() : head.substr(line_end + 2);
     while (!rest.empty()) {
       size_t e = rest.find("\r\n");
       std::string_view line = rest.substr(0, e);
@@ -202,7 +201,8 @@ Result<ClientResponse> ReadResponse(int fd, std::string* buf, Clock::time_point 
     buf->erase(0, end + 4);
     if (res.status >= 100 && res.status < 200) continue;  // 100 Continue: the real one follows
 
-    std::string connection = Lower(res.headers.count("connection") ? res.headers["connection"] : "");
+    std::string connection =
+        Lower(res.headers.count("connection") ? res.headers["connection"] : "");
     *must_close = connection.find("close") != std::string::npos ||
                   (http10 && connection.find("keep-alive") == std::string::npos);
 
@@ -244,7 +244,8 @@ Result<ClientResponse> ReadResponse(int fd, std::string* buf, Clock::time_point 
       }
     } else if (cl != res.headers.end()) {
       size_t len = 0;
-      auto [q, cec] = std::from_chars(cl->second.data(), cl->second.data() + cl->second.size(), len);
+      auto [q, cec] =
+          std::from_chars(cl->second.data(), cl->second.data() + cl->second.size(), len);
       if (cec != std::errc() || q != cl->second.data() + cl->second.size() || len > kMaxBodyBytes) {
         return Status::Corruption("bad Content-Length: " + cl->second);
       }
@@ -354,8 +355,7 @@ Result<ClientResponse> UnixHttpConnection::SendRaw(std::string_view bytes,
 }
 
 Result<ClientResponse> UnixHttpConnection::Call(const std::string& method,
-                                                const std::string& target,
-                                                const std::string& body,
+                                                const std::string& target, const std::string& body,
                                                 std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
   const std::string request = BuildRequest(method, target, body, /*close=*/false);

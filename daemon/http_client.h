@@ -56,12 +56,13 @@ class UnixHttpConnection {
                                  std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
  private:
-  Result<ClientResponse> RoundTrip(std::string_view bytes, std::chrono::steady_clock::time_point
-                                   deadline, bool* nothing_received);
+  Result<ClientResponse> RoundTrip(std::string_view bytes,
+                                   std::chrono::steady_clock::time_point deadline,
+                                   bool* nothing_received);
 
   std::string path_;
   int fd_ = -1;
-  std::string buf_;  // bytes read past the previous response
+  std::string buf_;      // bytes read past the previous response
   bool reused_ = false;  // at least one response was read on this connection
 };
 

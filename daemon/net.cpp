@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -19,15 +20,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <deque>
-#include <filesystem>
-#include <limits>
-#include <mutex>
-#include <optional>
-#include <thread>
-#include <unordered_map>
-#include <utility>
-
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -49,7 +41,14 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
-#include <spdlog/spdlog.h>
+#include <deque>
+#include <filesystem>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <utility>
 
 namespace missy {
 
@@ -292,7 +291,7 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   void GoLive();
   // Drops everything queued, sends `notice` (best effort) and closes. mu_ held.
   void CutLocked(std::string notice);
-  void ScheduleWriteLocked();                                 // mu_ held
+  void ScheduleWriteLocked();  // mu_ held
   void DoWrite();
   void OnWrite(const error_code& ec);
   bool WantedLocked(const Published& p) const;
@@ -319,9 +318,9 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   Phase phase_ = Phase::kHandshake;
   SubscribeRequest request_;
   int64_t live_floor_ = std::numeric_limits<int64_t>::min();  // live lines need seq > floor
-  std::deque<PublishedPtr> pending_;  // arrived before the backlog was sent
-  std::deque<PublishedPtr> queue_;    // live lines waiting to be written
-  size_t queued_bytes_ = 0;           // pending_ + queue_ + in flight
+  std::deque<PublishedPtr> pending_;                          // arrived before the backlog was sent
+  std::deque<PublishedPtr> queue_;                            // live lines waiting to be written
+  size_t queued_bytes_ = 0;                                   // pending_ + queue_ + in flight
   bool write_scheduled_ = false;
   std::string notice_;  // gap or error line to send before closing
 };
@@ -415,8 +414,8 @@ class ServerImpl final : public NetServer {
       audit_acceptor_->assign(Local(), *audit_fd, ec);
       if (ec) {
         close(*audit_fd);
-        return Status::Internal("cannot use listening socket " + options_.audit_socket_path +
-                                ": " + ec.message());
+        return Status::Internal("cannot use listening socket " + options_.audit_socket_path + ": " +
+                                ec.message());
       }
     }
     asio::dispatch(ctl_, [this] {
@@ -556,45 +555,45 @@ class ServerImpl final : public NetServer {
   }
 
   void AcceptApi() {
-    api_acceptor_->async_accept(asio::make_strand(io_), [this](const error_code& ec,
-                                                               Local::socket sock) {
-      if (ec == asio::error::operation_aborted || stopping_) return;
-      if (ec) {
-        spdlog::warn("accept on {}: {}", options_.api_socket_path, ec.message());
-        return RetryAcceptLater(true);
-      }
-      PeerCred cred;
-      if (CheckPeer(sock, &cred)) {
-        auto session = std::make_shared<HttpSession>(this, std::move(sock), cred);
-        {
-          std::lock_guard<std::mutex> lock(sessions_mu_);
-          sessions_.emplace(session.get(), session);
-        }
-        session->Start();
-      }
-      AcceptApi();
-    });
+    api_acceptor_->async_accept(
+        asio::make_strand(io_), [this](const error_code& ec, Local::socket sock) {
+          if (ec == asio::error::operation_aborted || stopping_) return;
+          if (ec) {
+            spdlog::warn("accept on {}: {}", options_.api_socket_path, ec.message());
+            return RetryAcceptLater(true);
+          }
+          PeerCred cred;
+          if (CheckPeer(sock, &cred)) {
+            auto session = std::make_shared<HttpSession>(this, std::move(sock), cred);
+            {
+              std::lock_guard<std::mutex> lock(sessions_mu_);
+              sessions_.emplace(session.get(), session);
+            }
+            session->Start();
+          }
+          AcceptApi();
+        });
   }
 
   void AcceptAudit() {
-    audit_acceptor_->async_accept(asio::make_strand(io_), [this](const error_code& ec,
-                                                                 Local::socket sock) {
-      if (ec == asio::error::operation_aborted || stopping_) return;
-      if (ec) {
-        spdlog::warn("accept on {}: {}", options_.audit_socket_path, ec.message());
-        return RetryAcceptLater(false);
-      }
-      PeerCred cred;
-      if (CheckPeer(sock, &cred)) {
-        auto sub = std::make_shared<Subscriber>(this, std::move(sock));
-        {
-          std::lock_guard<std::mutex> lock(subs_mu_);
-          subscribers_.emplace(sub.get(), sub);
-        }
-        sub->Start();
-      }
-      AcceptAudit();
-    });
+    audit_acceptor_->async_accept(
+        asio::make_strand(io_), [this](const error_code& ec, Local::socket sock) {
+          if (ec == asio::error::operation_aborted || stopping_) return;
+          if (ec) {
+            spdlog::warn("accept on {}: {}", options_.audit_socket_path, ec.message());
+            return RetryAcceptLater(false);
+          }
+          PeerCred cred;
+          if (CheckPeer(sock, &cred)) {
+            auto sub = std::make_shared<Subscriber>(this, std::move(sock));
+            {
+              std::lock_guard<std::mutex> lock(subs_mu_);
+              subscribers_.emplace(sub.get(), sub);
+            }
+            sub->Start();
+          }
+          AcceptAudit();
+        });
   }
 
   void WaitSignal() {
@@ -714,10 +713,9 @@ void HttpSession::WaitForRequest() {
   if (buffer_.size() > 0) return StartRequest();  // pipelined bytes already here
   // Idle keep-alive connections get the same timeout as a request.
   stream_.expires_after(server_->options().read_timeout);
-  stream_.async_read_some(buffer_.prepare(4096),
-                          [self = shared_from_this()](const error_code& ec, size_t n) {
-                            self->OnIdleRead(ec, n);
-                          });
+  stream_.async_read_some(
+      buffer_.prepare(4096),
+      [self = shared_from_this()](const error_code& ec, size_t n) { self->OnIdleRead(ec, n); });
 }
 
 void HttpSession::OnIdleRead(const error_code& ec, size_t n) {
@@ -730,14 +728,13 @@ void HttpSession::StartRequest() {
   busy_ = true;
   parser_.emplace();
   parser_->body_limit(server_->options().body_limit);
-  parser_->header_limit(static_cast<std::uint32_t>(
-      std::min<size_t>(server_->options().header_limit, std::numeric_limits<std::uint32_t>::max())));
+  parser_->header_limit(static_cast<std::uint32_t>(std::min<size_t>(
+      server_->options().header_limit, std::numeric_limits<std::uint32_t>::max())));
   // The whole request (headers and body) must arrive within one read timeout.
   stream_.expires_after(server_->options().read_timeout);
-  http::async_read_header(stream_, buffer_, *parser_,
-                          [self = shared_from_this()](const error_code& ec, size_t) {
-                            self->OnHeader(ec);
-                          });
+  http::async_read_header(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](const error_code& ec, size_t) { self->OnHeader(ec); });
 }
 
 void HttpSession::OnHeader(const error_code& ec) {
@@ -928,10 +925,9 @@ void Subscriber::ReadFirstLine() {
     error_code ignored;
     self->socket_.cancel(ignored);
   });
-  asio::async_read_until(socket_, asio::dynamic_buffer(first_line_, kFirstLineMax), '\n',
-                         [self = shared_from_this()](const error_code& ec, size_t n) {
-                           self->OnFirstLine(ec, n);
-                         });
+  asio::async_read_until(
+      socket_, asio::dynamic_buffer(first_line_, kFirstLineMax), '\n',
+      [self = shared_from_this()](const error_code& ec, size_t n) { self->OnFirstLine(ec, n); });
 }
 
 void Subscriber::OnFirstLine(const error_code& ec, size_t n) {
@@ -1151,8 +1147,7 @@ void Subscriber::CloseNow() {
 
 }  // namespace
 
-Result<std::unique_ptr<NetServer>> NetServer::Create(const NetOptions& options,
-                                                     HttpHandler handler,
+Result<std::unique_ptr<NetServer>> NetServer::Create(const NetOptions& options, HttpHandler handler,
                                                      BacklogProvider backlog) {
   if (!handler) return Status::InvalidArgument("NetServer needs an HTTP handler");
   try {

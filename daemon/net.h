@@ -55,7 +55,7 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 // greater than both `since` and the last backlog seq, so there is no duplicate and no gap.
 // A malformed first line gets one {"event_type":"audit.error",...} line and is closed.
 struct SubscribeRequest {
-  int64_t since = -1;  // -1: live only; 0: everything retained
+  int64_t since = -1;              // -1: live only; 0: everything retained
   std::vector<std::string> types;  // empty: all
 };
 using BacklogProvider = std::function<std::vector<std::string>(const SubscribeRequest&)>;
@@ -67,7 +67,7 @@ struct NetOptions {
   size_t header_limit = 16 * 1024;
   std::chrono::milliseconds read_timeout{30000};
   size_t subscriber_buffer_bytes = 4 * 1024 * 1024;
-  int handler_threads = 2;  // event-loop threads (handlers run on them)
+  int handler_threads = 2;                         // event-loop threads (handlers run on them)
   std::chrono::milliseconds shutdown_grace{5000};  // Stop() grace used on SIGINT/SIGTERM
   std::function<void(const std::string& what, uint32_t uid, int32_t pid)> on_security_event;
 };

@@ -122,7 +122,8 @@ TEST(HttpClientTest, ContentLengthResponseAndRequestShape) {
   FakeServer* self = nullptr;
   FakeServer server(sock, [&](int fd) {
     if (self->Read(fd).empty()) return;
-    SendAll(fd, "HTTP/1.1 201 Created\r\nContent-Length: 5\r\nX-Thing: b\r\nX-Thing: c\r\n\r\nhello");
+    SendAll(fd,
+            "HTTP/1.1 201 Created\r\nContent-Length: 5\r\nX-Thing: b\r\nX-Thing: c\r\n\r\nhello");
   });
   self = &server;
   auto r = UnixHttpCall(sock, "POST", "/v1/x?y=1", R"({"a":1})");

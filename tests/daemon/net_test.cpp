@@ -137,7 +137,8 @@ class RawSocket {
   }
   bool ok() const { return fd_ >= 0; }
   bool Send(const std::string& bytes) {
-    return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+    return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
   }
   // Reads until `needle` was received, EOF or the timeout; returns everything read.
   std::string ReadUntil(const std::string& needle, std::chrono::milliseconds timeout) {
@@ -228,7 +229,8 @@ TEST(NetServerTest, KeepAliveServesManyRequestsOnOneConnection) {
     EXPECT_TRUE(conn.connected()) << i;
   }
   // Two pipelined requests in one write get two answers in order.
-  auto first = conn.SendRaw("GET /p1 HTTP/1.1\r\nHost: x\r\n\r\nGET /p2 HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto first =
+      conn.SendRaw("GET /p1 HTTP/1.1\r\nHost: x\r\n\r\nGET /p2 HTTP/1.1\r\nHost: x\r\n\r\n");
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_EQ(Str(ParseObject(first->body), "target"), "/p1");
   auto second = conn.SendRaw("");
@@ -255,8 +257,9 @@ TEST(NetServerTest, OversizedBodyGets413AndServerKeepsServing) {
     auto r = UnixHttpCall(sock, "POST", "/big", std::string(size, 'x'));
     ASSERT_TRUE(r.ok()) << size << ": " << r.status().ToString();
     EXPECT_EQ(r->status, 413);
-    EXPECT_EQ(r->body,
-              R"({"error":{"code":"payload_too_large","message":"request body exceeds 1024 bytes","field":""}})");
+    EXPECT_EQ(
+        r->body,
+        R"({"error":{"code":"payload_too_large","message":"request body exceeds 1024 bytes","field":""}})");
     EXPECT_EQ(r->headers["connection"], "close");
   }
   auto ok = UnixHttpCall(sock, "POST", "/small", std::string(1024, 'y'));
@@ -282,14 +285,16 @@ TEST(NetServerTest, ChunkedAndExpectContinueBodiesReachTheHandler) {
   UnixHttpConnection conn;
   ASSERT_TRUE(conn.Connect(dir.Join("run/missyd.sock")).ok());
   auto c = conn.SendRaw(
-      "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n");
+      "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(Str(ParseObject(c->body), "body"), "abcde");
 
   // curl sends Expect: 100-continue for large bodies and waits for the interim answer.
   RawSocket raw(dir.Join("run/missyd.sock"));
   ASSERT_TRUE(raw.ok());
-  ASSERT_TRUE(raw.Send("POST /e HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"));
+  ASSERT_TRUE(
+      raw.Send("POST /e HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"));
   EXPECT_EQ(raw.ReadUntil("\r\n\r\n", 5s), "HTTP/1.1 100 Continue\r\n\r\n");
   ASSERT_TRUE(raw.Send("hello"));
   std::string all = raw.ReadUntil(R"("body":"hello")", 5s);
@@ -305,11 +310,13 @@ TEST(NetServerTest, HugeHeaderGets431) {
   ASSERT_TRUE(server.status().ok()) << server.status().ToString();
   UnixHttpConnection conn;
   ASSERT_TRUE(conn.Connect(dir.Join("run/missyd.sock")).ok());
-  auto r = conn.SendRaw("GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(4000, 'h') + "\r\n\r\n");
+  auto r =
+      conn.SendRaw("GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(4000, 'h') + "\r\n\r\n");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->status, 431);
-  EXPECT_EQ(r->body,
-            R"({"error":{"code":"headers_too_large","message":"request headers exceed 1024 bytes","field":""}})");
+  EXPECT_EQ(
+      r->body,
+      R"({"error":{"code":"headers_too_large","message":"request headers exceed 1024 bytes","field":""}})");
   EXPECT_FALSE(conn.connected());
   auto ok = UnixHttpCall(dir.Join("run/missyd.sock"), "GET", "/after");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
@@ -435,14 +442,16 @@ TEST(NetServerTest, LiveSocketIsRefused) {
   auto second = NetServer::Create(Options(dir), Echo);
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), StatusCode::kAlreadyExists);
-  EXPECT_EQ(second.status().message(), "another missyd is listening on " + dir.Join("run/missyd.sock"));
+  EXPECT_EQ(second.status().message(),
+            "another missyd is listening on " + dir.Join("run/missyd.sock"));
 
   // Only the audit socket is live: refused as well, and the first server is untouched.
   NetOptions other = Options(dir);
   other.api_socket_path = dir.Join("run/other.sock");
   auto third = NetServer::Create(other, Echo);
   ASSERT_FALSE(third.ok());
-  EXPECT_EQ(third.status().message(), "another missyd is listening on " + dir.Join("run/audit.sock"));
+  EXPECT_EQ(third.status().message(),
+            "another missyd is listening on " + dir.Join("run/audit.sock"));
   struct stat st;
   EXPECT_NE(lstat(dir.Join("run/other.sock").c_str(), &st), 0) << "failed Create must clean up";
 
