@@ -102,6 +102,17 @@ Status QueryInt(const Target& t, const std::string& key, int64_t min, int64_t ma
   return Status::Ok();
 }
 
+// limit (1..max) and offset query parameters of a list endpoint.
+Result<ListOptions> Paging(const Target& t, int64_t default_limit = 100, int64_t max_limit = kMaxListLimit) {
+  int64_t limit = default_limit, offset = 0;
+  MISSY_RETURN_IF_ERROR(QueryInt(t, "limit", 1, max_limit, limit));
+  MISSY_RETURN_IF_ERROR(QueryInt(t, "offset", 0, int64_t{1} << 30, offset));
+  ListOptions options;
+  options.limit = static_cast<int>(limit);
+  options.offset = static_cast<int>(offset);
+  return options;
+}
+
 // Parses the body as a JSON object; an empty body is an empty object when allowed.
 Result<json::object> ParseBody(const HttpRequest& req, bool empty_ok) {
   if (req.body.empty() || req.body.find_first_not_of(" \t\r\n") == std::string::npos) {
@@ -558,14 +569,9 @@ HttpResponse Api::CreateSession(const HttpRequest& req) {
 
 HttpResponse Api::ListSessions(const HttpRequest& req) {
   const Target t = ParseTarget(req.target);
-  int64_t limit = 100, offset = 0;
-  Status st = QueryInt(t, "limit", 1, kMaxListLimit, limit);
-  if (st.ok()) st = QueryInt(t, "offset", 0, int64_t{1} << 40, offset);
-  if (!st.ok()) return Error(req, st);
-  ListOptions options;
-  options.limit = static_cast<int>(limit);
-  options.offset = static_cast<int>(offset);
-  Result<std::vector<Session>> sessions = deps_.db->ListSessions(options);
+  Result<ListOptions> paging = Paging(t);
+  if (!paging.ok()) return Error(req, paging.status());
+  Result<std::vector<Session>> sessions = deps_.db->ListSessions(*paging);
   if (!sessions.ok()) return Error(req, sessions.status());
   json::array out;
   for (const Session& s : *sessions) out.push_back(SessionToJson(s));
@@ -1002,12 +1008,10 @@ HttpResponse Api::AddMemory(const HttpRequest& req) {
 
 HttpResponse Api::ListMemory(const HttpRequest& req) {
   const Target t = ParseTarget(req.target);
-  int64_t limit = 100, offset = 0;
-  Status st = QueryInt(t, "limit", 1, kMaxListLimit, limit);
-  if (st.ok()) st = QueryInt(t, "offset", 0, int64_t{1} << 40, offset);
-  if (!st.ok()) return Error(req, st);
+  Result<ListOptions> paging = Paging(t);
+  if (!paging.ok()) return Error(req, paging.status());
   auto session = t.query.find("session_id");
-  ListOptions options{static_cast<int>(limit), static_cast<int>(offset)};
+  const ListOptions& options = *paging;
   Result<std::vector<MemoryItem>> items = deps_.db->ListMemoryItems(
       options, session == t.query.end() ? std::string_view{} : session->second);
   if (!items.ok()) return Error(req, items.status());
@@ -1078,12 +1082,10 @@ HttpResponse Api::AddLearning(const HttpRequest& req) {
 
 HttpResponse Api::ListLearnings(const HttpRequest& req) {
   const Target t = ParseTarget(req.target);
-  int64_t limit = 100, offset = 0;
-  Status st = QueryInt(t, "limit", 1, kMaxListLimit, limit);
-  if (st.ok()) st = QueryInt(t, "offset", 0, int64_t{1} << 40, offset);
-  if (!st.ok()) return Error(req, st);
+  Result<ListOptions> paging = Paging(t);
+  if (!paging.ok()) return Error(req, paging.status());
   auto type = t.query.find("task_type");
-  ListOptions options{static_cast<int>(limit), static_cast<int>(offset)};
+  const ListOptions& options = *paging;
   Result<std::vector<LearningRecord>> list = deps_.db->ListLearnings(
       options, type == t.query.end() ? std::string_view{} : type->second);
   if (!list.ok()) return Error(req, list.status());
@@ -1094,10 +1096,8 @@ HttpResponse Api::ListLearnings(const HttpRequest& req) {
 
 HttpResponse Api::ListJobs(const HttpRequest& req) {
   const Target t = ParseTarget(req.target);
-  int64_t limit = 100, offset = 0;
-  Status st = QueryInt(t, "limit", 1, kMaxListLimit, limit);
-  if (st.ok()) st = QueryInt(t, "offset", 0, int64_t{1} << 40, offset);
-  if (!st.ok()) return Error(req, st);
+  Result<ListOptions> paging = Paging(t);
+  if (!paging.ok()) return Error(req, paging.status());
   std::string state;
   if (auto it = t.query.find("state"); it != t.query.end()) {
     state = it->second;
@@ -1105,7 +1105,7 @@ HttpResponse Api::ListJobs(const HttpRequest& req) {
       return Error(req, Status::InvalidArgument("expected queued, running, done or failed", "state"));
     }
   }
-  ListOptions options{static_cast<int>(limit), static_cast<int>(offset)};
+  const ListOptions& options = *paging;
   Result<std::vector<Job>> jobs = deps_.db->ListJobs(options, state);
   if (!jobs.ok()) return Error(req, jobs.status());
   json::array out;

@@ -31,21 +31,6 @@ context:
     fresh_tail_count: 16
 )";
 
-json::value Body(const Result<ClientResponse>& r) {
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  if (!r.ok()) return json::value();
-  boost::system::error_code ec;
-  json::value v = json::parse(r->body, ec);
-  EXPECT_FALSE(ec) << "not JSON: " << r->body;
-  return v;
-}
-
-int64_t Int(const json::value& v, std::initializer_list<const char*> path) {
-  const json::value* cur = &v;
-  for (const char* key : path) cur = &cur->at(key);
-  return cur->to_number<int64_t>();
-}
-
 std::string MessageText(int i) {
   std::string text = "message " + std::to_string(i) + ":";
   for (int k = 0; k < 30; ++k) text += " alpha beta gamma delta";

@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -143,6 +145,31 @@ Result<ClientResponse> DaemonProcess::Call(const std::string& method, const std:
     if (!st.ok()) return st;
   }
   return conn_.Call(method, target, body);
+}
+
+boost::json::value Body(const Result<ClientResponse>& r) {
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (!r.ok()) return boost::json::value();
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(r->body, ec);
+  EXPECT_FALSE(ec) << "not JSON: " << r->body;
+  return v;
+}
+
+namespace {
+const boost::json::value& At(const boost::json::value& v, std::initializer_list<const char*> path) {
+  const boost::json::value* cur = &v;
+  for (const char* key : path) cur = &cur->at(key);
+  return *cur;
+}
+}  // namespace
+
+int64_t Int(const boost::json::value& v, std::initializer_list<const char*> path) {
+  return At(v, path).to_number<int64_t>();
+}
+
+double Num(const boost::json::value& v, std::initializer_list<const char*> path) {
+  return At(v, path).to_number<double>();
 }
 
 }  // namespace missy::testing

@@ -4,7 +4,10 @@
 
 #include <sys/types.h>
 
+#include <boost/json.hpp>
+
 #include <chrono>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -45,5 +48,12 @@ class DaemonProcess {
   pid_t pid_ = -1;
   UnixHttpConnection conn_;
 };
+
+// The JSON body of a response (a failed expectation when the call failed or the body is
+// not JSON).
+boost::json::value Body(const Result<ClientResponse>& r);
+// The number at a path of keys: Int(v, {"budget", "total"}).
+int64_t Int(const boost::json::value& v, std::initializer_list<const char*> path);
+double Num(const boost::json::value& v, std::initializer_list<const char*> path);
 
 }  // namespace missy::testing

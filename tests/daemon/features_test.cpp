@@ -21,27 +21,6 @@ namespace {
 
 namespace json = boost::json;
 
-json::value Body(const Result<ClientResponse>& r) {
-  EXPECT_TRUE(r.ok()) << r.status().ToString();
-  if (!r.ok()) return json::value();
-  boost::system::error_code ec;
-  json::value v = json::parse(r->body, ec);
-  EXPECT_FALSE(ec) << "not JSON: " << r->body;
-  return v;
-}
-
-int64_t Int(const json::value& v, std::initializer_list<const char*> path) {
-  const json::value* cur = &v;
-  for (const char* key : path) cur = &cur->at(key);
-  return cur->to_number<int64_t>();
-}
-
-double Num(const json::value& v, std::initializer_list<const char*> path) {
-  const json::value* cur = &v;
-  for (const char* key : path) cur = &cur->at(key);
-  return cur->to_number<double>();
-}
-
 // Runs missyctl with MISSY_HOME=home; returns the exit code and stdout+stderr.
 int Missyctl(const std::string& home, const std::string& args, std::string* out) {
   const std::string cmd =
