@@ -341,12 +341,14 @@ void Export(const std::string& dir, const MessageTokenCounter& counter) {
   in.tool_output_max_tokens = 1'000'000'000;  // same messages as trimMessages sees: no rule 6
   in.pruning.enabled = false;
   in.history = history;
-  std::vector<double> ms;
+  std::vector<double> ms, cpu;
   AssembledContext ctx;
   for (int i = 0; i < 50; ++i) {
+    const double c0 = ThreadCpuMs();
     auto t0 = Clock::now();
     auto r = AssembleContext(in, counter);
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    cpu.push_back(ThreadCpuMs() - c0);
     ctx = std::move(*r);
   }
   boost::json::object o;
@@ -362,6 +364,7 @@ void Export(const std::string& dir, const MessageTokenCounter& counter) {
   o["tokens"] = std::move(tokens);
   o["ours"] = boost::json::object{{"p50_ms", Percentile(ms, 0.5)},
                                   {"p99_ms", Percentile(ms, 0.99)},
+                                  {"cpu_p50_ms", Percentile(cpu, 0.5)},
                                   {"messages", ctx.messages.size()},
                                   {"tokens", ctx.report.used_tokens},
                                   {"broken_pairs", BrokenPairs(ctx.messages)},
