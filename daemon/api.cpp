@@ -806,9 +806,18 @@ HttpResponse Api::BuildContext(const HttpRequest& req, const std::string& id) {
     }
   }
 
+  {
+    std::lock_guard<std::mutex> lock(anchors_mu_);
+    auto anchor = anchors_.find(id);
+    if (anchor != anchors_.end()) input.eviction.anchor_seq = anchor->second;
+  }
   Result<AssembledContext> assembled = AssembleContext(input, counter);
   if (!assembled.ok()) return Error(req, assembled.status(), id);
   const ContextReport& report = assembled->report;
+  {
+    std::lock_guard<std::mutex> lock(anchors_mu_);
+    anchors_[id] = report.first_kept_seq;
+  }
 
   // Pruning is sticky: persist the decision before answering, so the next request
   // renders the same prefix bytes.

@@ -92,6 +92,10 @@ class Api {
 
   std::array<std::mutex, 64> session_locks_;
   HistoryCache history_;
+  // Where each session's kept history started last time: the next context keeps that
+  // start while it fits (prefix-stable, so provider prompt caches keep hitting).
+  std::mutex anchors_mu_;
+  std::unordered_map<std::string, int64_t> anchors_;
   std::mutex contexts_mu_;
   std::list<std::string> context_order_;  // oldest first, bounded
   std::unordered_map<std::string, IssuedContext> contexts_;
