@@ -1,7 +1,10 @@
 // Storage benchmark: durable appends per second through the storage API (group
 // commit with 1, 8 and 64 concurrent writers, versus one commit per message), and
 // FTS5 search latency over 100k messages. Every append counted here returned only
-// after its transaction committed with synchronous=FULL (WAL fsynced).
+// after its transaction committed with synchronous=FULL (WAL fsynced). Message text
+// is indexed off the append path (schema version 4): each row also reports the index
+// backlog left when the writers stopped, how long the first search took to catch the
+// index up, and the CPU per message including that indexing.
 //   storage_bench [--seconds S] [--dir DIR] [--search-messages N] [--search-only]
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -113,14 +116,35 @@ struct AppendResult {
   double avg_group = 0;   // write calls per committed transaction
   double cpu_us_per_msg = 0;  // process CPU (all threads) per acknowledged message
   int64_t messages = 0;
+  int64_t backlog = 0;             // messages not yet indexed when the writers stopped
+  double catch_up_ms = 0;          // the first search after the run (indexes the backlog)
+  double cpu_us_per_msg_indexed = 0;  // CPU per message including the catch-up
+  int64_t index_transactions = 0;
 };
+
+// Messages above the index watermark (not yet indexed), read on a separate connection.
+int64_t IndexBacklog(const std::string& path) {
+  sqlite3* raw = nullptr;
+  int64_t backlog = -1;
+  if (sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(raw,
+                           "SELECT count(*) FROM messages WHERE id > "
+                           "(SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'messages_fts_indexed')",
+                           -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+      backlog = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(raw);
+  return backlog;
+}
 
 // `writers` threads, each on its own session, append `batch` messages per call for
 // `seconds`. max_batch = 1 disables group commit (one transaction per call).
-// `without_fts` drops the message FTS trigger first: a diagnostic row showing what
-// indexing costs on the append path (not a configuration missyd runs with).
 AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_batch, double seconds,
-                        const std::vector<missy::Message>& corpus, bool without_fts) {
+                        const std::vector<missy::Message>& corpus) {
   const std::string path = dir + "/append-" + std::to_string(writers) + "-" + std::to_string(batch) + "-" +
                            std::to_string(max_batch) + ".db";
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
@@ -130,12 +154,6 @@ AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_
   if (!db.ok()) {
     std::fprintf(stderr, "open %s: %s\n", path.c_str(), db.status().ToString().c_str());
     std::exit(1);
-  }
-  if (without_fts) {
-    sqlite3* raw = nullptr;
-    sqlite3_open(path.c_str(), &raw);
-    sqlite3_exec(raw, "DROP TRIGGER messages_ai", nullptr, nullptr, nullptr);
-    sqlite3_close(raw);
   }
   for (int w = 0; w < writers; ++w) {
     missy::Session s;
@@ -184,9 +202,23 @@ AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_
                  static_cast<long long>(stored));
     std::exit(1);
   }
+  // The index: what was left pending, and what catching it up costs (a search does).
+  AppendResult r;
+  r.backlog = IndexBacklog(path);
+  {
+    missy::SearchOptions o;
+    o.query = "zzzunmatchedzzz";
+    auto t0 = Clock::now();
+    auto hits = (*db)->Search(o);
+    r.catch_up_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (!hits.ok() || IndexBacklog(path) != 0) {
+      std::fprintf(stderr, "catch-up search failed\n");
+      std::exit(1);
+    }
+  }
+  const double cpu_indexed = CpuSeconds() - cpu0;
   std::vector<double> all;
   for (auto& v : latencies) all.insert(all.end(), v.begin(), v.end());
-  AppendResult r;
   r.messages = messages.load();
   r.msgs_per_s = static_cast<double>(messages.load()) / elapsed;
   r.calls_per_s = static_cast<double>(calls.load()) / elapsed;
@@ -195,6 +227,8 @@ AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_
   missy::WriterStats stats = (*db)->GetWriterStats();
   r.avg_group = stats.transactions > 0 ? static_cast<double>(stats.writes) / static_cast<double>(stats.transactions) : 0;
   r.cpu_us_per_msg = r.messages > 0 ? cpu * 1e6 / static_cast<double>(r.messages) : 0;
+  r.cpu_us_per_msg_indexed = r.messages > 0 ? cpu_indexed * 1e6 / static_cast<double>(r.messages) : 0;
+  r.index_transactions = stats.index_transactions;
   db->reset();
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
   return r;
@@ -228,10 +262,21 @@ void SearchBench(const std::string& dir, const Corpus& corpus, int total_message
     if (!(*db)->AddMemoryItem(m).ok()) std::exit(1);
   }
   double load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
+  // What the writer did not index while idle during the load, the first search does.
+  const int64_t backlog = IndexBacklog(path);
+  auto catch_up_start = Clock::now();
+  {
+    missy::SearchOptions o;
+    o.query = "zzzunmatchedzzz";
+    if (!(*db)->Search(o).ok()) std::exit(1);
+  }
+  double catch_up_ms = std::chrono::duration<double, std::milli>(Clock::now() - catch_up_start).count();
   std::printf("\nFTS search over %d messages (%d sessions, trajectory text) + 1000 memory items\n",
               sessions * per_session, sessions);
   std::printf("  bulk load: %.1f s (%.0f messages/s in 500-message batches)\n", load_s,
               sessions * per_session / load_s);
+  std::printf("  index backlog after the load: %lld messages, caught up by the first search in %.1f ms\n",
+              static_cast<long long>(backlog), catch_up_ms);
   std::printf("  %-44s %8s %8s %8s %8s %6s\n", "query kind (200 queries, max 10 hits)", "p50 ms", "p95 ms", "p99 ms",
               "max ms", "hits");
   struct Kind {
@@ -239,11 +284,14 @@ void SearchBench(const std::string& dir, const Corpus& corpus, int total_message
     int words;
     bool exclude;
     bool hostile;
+    bool after_append;  // one message appended (acknowledged) just before each query
   };
-  for (const Kind& kind : {Kind{"1 word, all sources", 1, false, false}, Kind{"3 words, all sources", 3, false, false},
-                           Kind{"3 words, excluding one session", 3, true, false},
-                           Kind{"8 words (user message sized)", 8, false, false},
-                           Kind{"hostile (quotes, NEAR(, *, 10 KB)", 3, false, true}}) {
+  for (const Kind& kind :
+       {Kind{"1 word, all sources", 1, false, false, false}, Kind{"3 words, all sources", 3, false, false, false},
+        Kind{"3 words, excluding one session", 3, true, false, false},
+        Kind{"8 words (user message sized)", 8, false, false, false},
+        Kind{"hostile (quotes, NEAR(, *, 10 KB)", 3, false, true, false},
+        Kind{"3 words, just after an append (catch-up)", 3, false, false, true}}) {
     std::vector<double> ms;
     double hits = 0;
     for (int q = 0; q < 200; ++q) {
@@ -253,6 +301,10 @@ void SearchBench(const std::string& dir, const Corpus& corpus, int total_message
         o.query = (q % 3 == 0 ? "NEAR(\"" + o.query + "* -" : q % 3 == 1 ? "((" + o.query + "\"\"" : std::string(10240, 'x') + " " + o.query);
       }
       if (kind.exclude) o.exclude_session_id = "s" + std::to_string(q % sessions);
+      if (kind.after_append) {
+        missy::NewMessage m{corpus.chat[rng() % corpus.chat.size()], 50, 0};
+        if (!(*db)->AppendMessages("s" + std::to_string(q % sessions), {m}, NowMs()).ok()) std::exit(1);
+      }
       auto t0 = Clock::now();
       auto r = (*db)->Search(o);
       ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
@@ -305,31 +357,31 @@ int main(int argc, char** argv) {
   std::printf("messages: chat %.0f B avg, trajectory %.0f B avg (%zu real agent messages)\n\n",
               AverageBytes(corpus.chat), AverageBytes(corpus.trajectory), corpus.trajectory.size());
   std::printf("Durable appends (each acknowledged after its transaction committed)\n");
-  std::printf("  %-18s %-11s %7s %6s %12s %10s %9s %9s %10s %10s\n", "mode", "messages", "writers", "batch",
-              "messages/s", "calls/s", "p50 ms", "p99 ms", "calls/txn", "cpu us/msg");
+  std::printf("  %-18s %-11s %7s %6s %12s %10s %9s %9s %10s %10s | %8s %8s %9s %12s\n", "mode", "messages",
+              "writers", "batch", "messages/s", "calls/s", "p50 ms", "p99 ms", "calls/txn", "cpu us/msg", "backlog",
+              "idx txns", "catchup ms", "cpu+idx us/msg");
   struct Row {
     const char* mode;
     int max_batch;
     int writers;
     int batch;
     bool trajectory;
-    bool without_fts;
   };
   const Row rows[] = {
-      {"one commit/message", 1, 1, 1, false, false},   {"one commit/message", 1, 8, 1, false, false},
-      {"one commit/message", 1, 64, 1, false, false},  {"group commit", 1024, 1, 1, false, false},
-      {"group commit", 1024, 8, 1, false, false},      {"group commit", 1024, 64, 1, false, false},
-      {"group commit", 1024, 64, 1, true, false},      {"group commit", 1024, 8, 10, false, false},
-      {"group commit", 1024, 64, 10, false, false},    {"group commit", 1024, 64, 10, true, false},
-      {"no msg FTS (diag)", 1024, 64, 1, false, true}, {"no msg FTS (diag)", 1024, 64, 10, false, true},
+      {"one commit/message", 1, 1, 1, false},  {"one commit/message", 1, 8, 1, false},
+      {"one commit/message", 1, 64, 1, false}, {"group commit", 1024, 1, 1, false},
+      {"group commit", 1024, 8, 1, false},     {"group commit", 1024, 64, 1, false},
+      {"group commit", 1024, 64, 1, true},     {"group commit", 1024, 8, 10, false},
+      {"group commit", 1024, 64, 10, false},   {"group commit", 1024, 64, 10, true},
   };
   for (const Row& row : rows) {
     if (search_only) break;
     AppendResult r = RunAppends(dir, row.writers, row.batch, row.max_batch, seconds,
-                                row.trajectory ? corpus.trajectory : corpus.chat, row.without_fts);
-    std::printf("  %-18s %-11s %7d %6d %12.0f %10.0f %9.2f %9.2f %10.1f %10.1f\n", row.mode,
-                row.trajectory ? "trajectory" : "chat", row.writers, row.batch, r.msgs_per_s, r.calls_per_s, r.p50_ms,
-                r.p99_ms, r.avg_group, r.cpu_us_per_msg);
+                                row.trajectory ? corpus.trajectory : corpus.chat);
+    std::printf("  %-18s %-11s %7d %6d %12.0f %10.0f %9.2f %9.2f %10.1f %10.1f | %8lld %8lld %9.1f %12.1f\n",
+                row.mode, row.trajectory ? "trajectory" : "chat", row.writers, row.batch, r.msgs_per_s, r.calls_per_s,
+                r.p50_ms, r.p99_ms, r.avg_group, r.cpu_us_per_msg, static_cast<long long>(r.backlog),
+                static_cast<long long>(r.index_transactions), r.catch_up_ms, r.cpu_us_per_msg_indexed);
     std::fflush(stdout);
   }
   SearchBench(dir, corpus, search_messages);

@@ -1,6 +1,7 @@
 #include "storage/database.h"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
@@ -703,14 +704,31 @@ class SqliteDatabase final : public Database {
     auto reader = AcquireReader();
     if (!reader.ok()) return reader.status();
     Connection& c = *reader->conn;
+    // Appends are acknowledged before their text is indexed: bring the index up to
+    // date first (through the writer, so the index rows and the watermark commit
+    // together). If that fails (read-only file, disk full), the rows still above the
+    // watermark are indexed into a temporary table of this connection instead, so a
+    // search never misses a committed message either way.
+    if (options.messages) {
+      auto progress = IndexProgress(c);
+      if (!progress.ok()) return progress.status();
+      if (progress->newest > progress->indexed) (void)Write([](Connection& w) { return IndexPending(w, -1).status(); });
+    }
     ReadSnapshot snapshot(c);
+    bool pending = false;
+    if (options.messages) {
+      auto filled = IndexPendingIntoTemp(c);
+      if (!filled.ok()) return filled.status();
+      pending = *filled;
+    }
     for (bool all_terms : {true, false}) {
       if (!all_terms && terms.size() == 1) break;
       std::vector<std::string> used = all_terms ? terms : RarestTerms(c, terms);
       const std::string match = fts::BuildMatchExpression(used, all_terms);
-      MISSY_RETURN_IF_ERROR(SearchSources(c, options, match, hits));
+      MISSY_RETURN_IF_ERROR(SearchSources(c, options, match, pending, hits));
       if (!hits.empty()) break;
     }
+    if (pending) (void)c.Exec("DELETE FROM temp.pending_messages_fts");
     std::stable_sort(hits.begin(), hits.end(),
                      [](const MemoryHit& a, const MemoryHit& b) { return a.score > b.score; });
     if (hits.size() > static_cast<size_t>(options.max_results)) hits.resize(static_cast<size_t>(options.max_results));
@@ -1058,7 +1076,7 @@ class SqliteDatabase final : public Database {
   }
 
   // Runs the search on each selected source and appends the hits (score = -bm25).
-  static Status SearchSources(Connection& c, const SearchOptions& o, const std::string& match,
+  static Status SearchSources(Connection& c, const SearchOptions& o, const std::string& match, bool pending,
                               std::vector<MemoryHit>& hits) {
     const int64_t snippet_tokens = std::clamp(o.snippet_tokens, 1, 64);
     struct Source {
@@ -1083,6 +1101,12 @@ class SqliteDatabase final : public Database {
          "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
          "WHERE messages_fts MATCH ?1 AND (?2 = '' OR m.session_id = ?2) AND (?3 = '' OR m.session_id <> ?3) "
          "ORDER BY messages_fts.rank LIMIT ?5"},
+        // Committed messages the index has not caught up with (see Search).
+        {o.messages && pending, "message",
+         "SELECT m.session_id || ':' || m.seq, snippet(pending_messages_fts, 0, '', '', '...', ?4), "
+         "pending_messages_fts.rank FROM temp.pending_messages_fts JOIN messages m ON m.id = pending_messages_fts.rowid "
+         "WHERE pending_messages_fts MATCH ?1 AND (?2 = '' OR m.session_id = ?2) AND (?3 = '' OR m.session_id <> ?3) "
+         "ORDER BY pending_messages_fts.rank LIMIT ?5"},
     };
     for (const Source& source : sources) {
       if (!source.enabled) continue;
@@ -1099,6 +1123,86 @@ class SqliteDatabase final : public Database {
       if (rc != SQLITE_DONE) return c.Error(rc, std::string("search ") + source.name);
     }
     return Status::Ok();
+  }
+
+  // --- Deferred message indexing -------------------------------------------------
+  // messages_fts holds exactly the messages with id <= the watermark (meta
+  // 'messages_fts_indexed', schema version 4); newer ones are pending.
+  struct IndexState {
+    int64_t indexed = 0;  // the watermark
+    int64_t newest = 0;   // max(messages.id)
+  };
+  static Result<IndexState> IndexProgress(Connection& c) {
+    MISSY_ASSIGN_STMT(q, c,
+                      "SELECT coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'messages_fts_indexed'), 0), "
+                      "coalesce((SELECT max(id) FROM messages), 0)");
+    int rc = q.Step();
+    if (rc != SQLITE_ROW) return c.Error(rc, "read the message index watermark");
+    return IndexState{q.Int(0), q.Int(1)};
+  }
+
+  // Indexes pending messages in id order, at most `limit` of them (< 0: all), and
+  // advances the watermark, in the caller's transaction. Returns how many remain (at most).
+  static Result<int64_t> IndexPending(Connection& c, int64_t limit) {
+    auto state = IndexProgress(c);
+    if (!state.ok()) return state.status();
+    if (state->newest <= state->indexed) return int64_t{0};
+    int64_t upto = state->newest;
+    if (limit >= 0) {
+      MISSY_ASSIGN_STMT(bound, c, "SELECT max(id) FROM (SELECT id FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2)");
+      bound.Bind(1, state->indexed).Bind(2, std::max<int64_t>(1, limit));
+      int rc = bound.Step();
+      if (rc != SQLITE_ROW) return c.Error(rc, "find the next messages to index");
+      upto = bound.Int(0);
+    }
+    MISSY_ASSIGN_STMT(insert, c,
+                      "INSERT INTO messages_fts (rowid, text) SELECT id, text FROM messages "
+                      "WHERE id > ?1 AND id <= ?2 ORDER BY id");
+    insert.Bind(1, state->indexed).Bind(2, upto);
+    MISSY_RETURN_IF_ERROR(insert.Run("index message text"));
+    MISSY_RETURN_IF_ERROR(PutMeta(c, "messages_fts_indexed", std::to_string(upto)));
+    return state->newest - upto;  // ids, not rows: an upper bound
+  }
+
+  // On a reader inside its snapshot: copies the messages above the watermark into
+  // temp.pending_messages_fts. Returns whether there were any.
+  static Result<bool> IndexPendingIntoTemp(Connection& c) {
+    auto state = IndexProgress(c);
+    if (!state.ok()) return state.status();
+    if (state->newest <= state->indexed) return false;
+    MISSY_RETURN_IF_ERROR(c.Exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.pending_messages_fts USING fts5 "
+                                 "(text, tokenize='unicode61 remove_diacritics 2');"
+                                 "DELETE FROM temp.pending_messages_fts;",
+                                 "prepare the pending message index"));
+    MISSY_ASSIGN_STMT(fill, c,
+                      "INSERT INTO temp.pending_messages_fts (rowid, text) SELECT id, text FROM messages WHERE id > ?1");
+    fill.Bind(1, state->indexed);
+    MISSY_RETURN_IF_ERROR(fill.Run("index pending messages"));
+    return true;
+  }
+
+  // One writer-side index transaction (idle time, or to bound the backlog).
+  void RunIndexBatch() {
+    int64_t remaining = 0;
+    auto state = IndexProgress(*writer_);  // outside a transaction: no lock when nothing is pending
+    Status st = state.status();
+    if (st.ok() && state->newest <= state->indexed) {
+      std::lock_guard lock(mu_);
+      index_backlog_ = 0;
+      return;
+    }
+    if (st.ok()) st = RunStatement("BEGIN IMMEDIATE");
+    if (st.ok()) {
+      auto left = IndexPending(*writer_, std::max(1, options_.index_batch));
+      st = left.ok() ? RunStatement("COMMIT") : left.status();
+      if (left.ok()) remaining = *left;
+    }
+    if (!st.ok() && writer_->InTransaction()) (void)RunStatement("ROLLBACK");
+    std::lock_guard lock(mu_);
+    // On failure (disk full, read-only) wait for the next committed write to retry;
+    // a search catches up (or falls back) by itself.
+    index_backlog_ = st.ok() ? remaining : 0;
+    if (st.ok()) ++stats_.index_transactions;
   }
 
   static Result<std::optional<std::string>> ReadMeta(Connection& c, std::string_view key) {
@@ -1149,20 +1253,49 @@ class SqliteDatabase final : public Database {
     return std::move(request.status);
   }
 
+  // Between write transactions the writer indexes pending message text: once no
+  // write arrived for options_.index_idle_ms (right after a commit the queue is
+  // empty only because every writer is still being woken), or when the backlog
+  // exceeds options_.max_index_backlog (then one index transaction alternates with
+  // each write transaction).
   void WriterLoop() {
     std::vector<WriteRequest*> batch;
+    auto last_write = std::chrono::steady_clock::now();
+    const auto idle = std::chrono::milliseconds(std::max(0, options_.index_idle_ms));
     for (;;) {
       {
         std::unique_lock lock(mu_);
-        queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stopping, and everything queued was served
+        queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty() || index_backlog_ > 0; });
+        const bool must_index = index_backlog_ > std::max<int64_t>(0, options_.max_index_backlog) && !index_forced_;
+        if (queue_.empty() && stopping_) return;  // everything queued was served
+        if (queue_.empty() && !must_index) {
+          const auto idle_from = last_write + idle;
+          if (std::chrono::steady_clock::now() < idle_from &&
+              queue_cv_.wait_until(lock, idle_from, [&] { return stopping_ || !queue_.empty(); })) {
+            continue;  // a write arrived (or Close): serve it first
+          }
+        }
+        if (queue_.empty() || must_index) {
+          index_forced_ = !queue_.empty();
+          lock.unlock();
+          RunIndexBatch();
+          continue;
+        }
+        index_forced_ = false;
         size_t n = std::min(queue_.size(), static_cast<size_t>(std::max(1, options_.max_batch)));
         batch.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
         queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       }
       const bool committed = RunBatch(batch);
+      last_write = std::chrono::steady_clock::now();
+      int64_t backlog = -1;
+      if (committed) {
+        auto state = IndexProgress(*writer_);
+        if (state.ok()) backlog = std::max<int64_t>(0, state->newest - state->indexed);
+      }
       {
         std::lock_guard lock(mu_);
+        if (backlog >= 0) index_backlog_ = backlog;
         stats_.transactions += committed ? 1 : 0;
         stats_.writes += static_cast<int64_t>(batch.size());
         stats_.max_batch = std::max(stats_.max_batch, static_cast<int64_t>(batch.size()));
@@ -1320,6 +1453,8 @@ class SqliteDatabase final : public Database {
   std::thread writer_thread_;
   std::optional<std::pair<int64_t, std::string>> audit_tail_;  // writer thread only
   WriterStats stats_;                                          // guarded by mu_
+  int64_t index_backlog_ = 1;   // messages not yet indexed, approx. (guarded by mu_; 1: look at Open)
+  bool index_forced_ = false;   // the last index batch ran although writes were queued
 
   std::mutex readers_mu_;
   std::vector<std::unique_ptr<Connection>> idle_readers_;

@@ -7,6 +7,18 @@
 // file or I/O error on a write → kUnavailable, and reads keep working. A database
 // whose user_version is newer than this build knows is refused by Open() with
 // kCorruption, and left untouched.
+//
+// Message text is indexed for Search() off the append path: appends are acknowledged
+// before their text is indexed; a search first brings the index up to date. The
+// writer thread indexes pending messages in batches (options.index_batch per
+// transaction) once no write arrived for options.index_idle_ms, and between write
+// transactions once more than options.max_index_backlog messages wait. The index
+// rows and the watermark (the highest message id indexed) commit in the same
+// transaction, so after a crash the pending messages are simply indexed later.
+// Search() asks the writer to index everything committed so far and waits for that
+// commit before querying; when it cannot (read-only file, disk full) it indexes the
+// pending messages into a temporary table of its own connection. Either way a
+// search sees every message acknowledged before it was called.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +51,10 @@ struct DatabaseOptions {
   int64_t max_page_count = 0;   // > 0: cap the file at this many pages (writes beyond
                                 // it fail kUnavailable, as on a full disk)
   int max_batch = 1024;         // group commit: at most this many writes per transaction
+  int index_batch = 500;        // message text indexed per index transaction (see top)
+  int index_idle_ms = 5;        // the writer indexes after this long without writes
+  int64_t max_index_backlog = 100000;  // more messages than this waiting to be indexed:
+                                       // index transactions alternate with write ones
 };
 
 struct ListOptions {
@@ -167,6 +183,7 @@ struct WriterStats {
   int64_t writes = 0;        // write calls served (committed or failed)
   int64_t failed_writes = 0;
   int64_t max_batch = 0;     // most writes seen in one transaction
+  int64_t index_transactions = 0;  // transactions that indexed pending message text
 };
 
 namespace sqlite {

@@ -173,10 +173,40 @@ END;
 INSERT INTO summaries_fts (summaries_fts) VALUES ('rebuild');
 )sql";
 
+// Version 4: message text is indexed in batches by the writer thread, off the append
+// path, instead of by an AFTER INSERT trigger. meta 'messages_fts_indexed' is the
+// watermark: every message with id <= it is in messages_fts (with its current text),
+// none above it is. The watermark starts at the current max id (the version 3
+// trigger indexed everything). The update/delete triggers now only touch rows at or
+// below the watermark (a row above it is not in the index yet: deleting it from an
+// external-content index would corrupt it). A new row whose id is at or below the
+// watermark (id reuse after the highest rows were deleted) is indexed at once.
+constexpr std::string_view kMigration4 = R"sql(
+DROP TRIGGER messages_ai;
+DROP TRIGGER messages_ad;
+DROP TRIGGER messages_au;
+INSERT INTO meta (key, value) VALUES ('messages_fts_indexed', (SELECT coalesce(max(id), 0) FROM messages))
+  ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+CREATE TRIGGER messages_ai_below_watermark AFTER INSERT ON messages
+WHEN new.id <= (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'messages_fts_indexed') BEGIN
+  INSERT INTO messages_fts (rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER messages_ad AFTER DELETE ON messages
+WHEN old.id <= (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'messages_fts_indexed') BEGIN
+  INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+CREATE TRIGGER messages_au AFTER UPDATE OF text ON messages
+WHEN old.id <= (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'messages_fts_indexed') BEGIN
+  INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+  INSERT INTO messages_fts (rowid, text) VALUES (new.id, new.text);
+END;
+)sql";
+
 }  // namespace
 
 const std::vector<std::string_view>& Migrations() {
-  static const std::vector<std::string_view> kMigrations = {kMigration1, kMigration2, kMigration3};
+  static const std::vector<std::string_view> kMigrations = {kMigration1, kMigration2, kMigration3,
+                                                             kMigration4};
   return kMigrations;
 }
 

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <random>
@@ -112,6 +113,22 @@ inline std::string IntegrityCheck(const std::string& path) {
   return out;
 }
 
+// FTS5's check that messages_fts matches the messages it covers ("ok" or the error).
+inline std::string FtsIntegrityCheck(const std::string& path) {
+  sqlite3* db = nullptr;
+  std::string out = "cannot open";
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 5000);
+    char* err = nullptr;
+    int rc = sqlite3_exec(db, "INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')", nullptr, nullptr,
+                          &err);
+    out = rc == SQLITE_OK ? "ok" : (err != nullptr ? err : sqlite3_errstr(rc));
+    sqlite3_free(err);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
 // `kills` cycles of run-kill-check. Returns the total number of acknowledged lines.
 inline size_t RunCrashTest(int kills, unsigned seed) {
   const std::string writer = MISSY_CRASH_WRITER;
@@ -153,7 +170,25 @@ inline size_t RunCrashTest(int kills, unsigned seed) {
       }
       EXPECT_EQ(s->message_count, s->last_seq) << session;
       EXPECT_GE(s->last_seq, acked_msgs.rbegin()->first) << session;
+      // The last message acknowledged before the kill is searchable after restart,
+      // whether or not the killed writer had indexed it.
+      const auto& [last_seq, last_text] = *acked_msgs.rbegin();
+      SearchOptions search;
+      search.query = last_text;
+      search.session_id = session;
+      search.memory = false;
+      search.summaries = false;
+      search.max_results = 50;
+      auto hits = (*db)->Search(search);
+      if (!hits.ok()) {
+        ADD_FAILURE() << "search after restart: " << hits.status().ToString();
+        continue;
+      }
+      const std::string want = session + ":" + std::to_string(last_seq);
+      EXPECT_TRUE(std::any_of(hits->begin(), hits->end(), [&](const MemoryHit& h) { return h.id == want; }))
+          << "the last acknowledged message " << want << " (" << last_text << ") is not found by a search";
     }
+    EXPECT_EQ(FtsIntegrityCheck(path), "ok");
     if (!acked.audit.empty()) {
       auto events = (*db)->AuditSince(*acked.audit.begin() - 1, 0);
       if (!events.ok()) {
