@@ -1181,8 +1181,9 @@ class SqliteDatabase final : public Database {
     return true;
   }
 
-  // One writer-side index transaction (idle time, or to bound the backlog).
-  void RunIndexBatch() {
+  // One writer-side index transaction of at most `limit` messages (idle time, or to
+  // bound the backlog).
+  void RunIndexBatch(int64_t limit) {
     int64_t remaining = 0;
     auto state = IndexProgress(*writer_);  // outside a transaction: no lock when nothing is pending
     Status st = state.status();
@@ -1193,7 +1194,7 @@ class SqliteDatabase final : public Database {
     }
     if (st.ok()) st = RunStatement("BEGIN IMMEDIATE");
     if (st.ok()) {
-      auto left = IndexPending(*writer_, std::max(1, options_.index_batch));
+      auto left = IndexPending(*writer_, limit);
       st = left.ok() ? RunStatement("COMMIT") : left.status();
       if (left.ok()) remaining = *left;
     }
@@ -1277,8 +1278,13 @@ class SqliteDatabase final : public Database {
         }
         if (queue_.empty() || must_index) {
           index_forced_ = !queue_.empty();
+          // Over the bound, index back down to it (and one batch more): a write
+          // transaction may add more messages than one batch holds.
+          const int64_t batch_size = std::max(1, options_.index_batch);
+          const int64_t limit =
+              must_index ? std::max(batch_size, index_backlog_ - options_.max_index_backlog + batch_size) : batch_size;
           lock.unlock();
-          RunIndexBatch();
+          RunIndexBatch(limit);
           continue;
         }
         index_forced_ = false;

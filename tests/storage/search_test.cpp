@@ -528,7 +528,7 @@ TEST(DeferredIndexTest, TheBacklogIsBoundedUnderContinuousWrites) {
   DatabaseOptions options;
   options.index_idle_ms = 1000000;  // never idle: only the bound makes the writer index
   options.max_index_backlog = 50;
-  options.index_batch = 30;
+  options.index_batch = 4;  // fewer than one write transaction adds
   auto db = OpenDbOrDie(path, options);
   ASSERT_TRUE(db);
   ASSERT_TRUE(db->CreateSession(SimpleSession("s")).ok());
