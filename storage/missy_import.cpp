@@ -224,7 +224,11 @@ class Importer {
       auto taken = Exists(sql, candidate);
       if (!taken.ok()) return taken.status();
       if (!*taken) return candidate;
-      candidate = "missy-" + id + (i == 0 ? "" : "-" + std::to_string(i));
+      candidate = "missy-" + id;
+      if (i > 0) {  // appended piecewise: GCC 12 warns (-Wrestrict) on "-" + to_string(i)
+        candidate += '-';
+        candidate += std::to_string(i);
+      }
     }
   }
 
