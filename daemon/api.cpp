@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "core/assembler.h"
@@ -616,12 +617,14 @@ HttpResponse Api::AppendMessages(const HttpRequest& req, const std::string& id) 
 
   // Validation needs the session's open tool calls, so appends to one session are serialised.
   std::lock_guard<std::mutex> lock(SessionLock(id));
-  Result<Session> current = FindSession(*deps_.db, id);
-  if (!current.ok()) return Error(req, current.status(), id);
-  // The open state depends on the suffix from the last non-tool message.
   Result<std::shared_ptr<std::vector<StoredMessage>>> history = History(id);
   if (!history.ok()) return Error(req, history.status(), id);
-  const std::vector<StoredMessage>& recent = **history;
+  // The open state depends only on the suffix from the last non-tool message.
+  const std::vector<StoredMessage>& all = **history;
+  size_t from = all.size();
+  while (from > 0 && all[from - 1].message.role == Role::kTool) --from;
+  if (from > 0) --from;
+  const std::span<const StoredMessage> recent(all.data() + from, all.size() - from);
   const AppendValidation validation = ValidateAppend(DeriveOpenCallState(recent), parsed);
   json::array warnings;
   for (const AppendWarning& w : validation.warnings) warnings.push_back(AppendWarningToJson(w));
