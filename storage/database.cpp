@@ -18,6 +18,7 @@
 #include <random>
 
 #include "storage/fts_query.h"
+#include "storage/json_strings.h"
 #include "storage/missy_import.h"
 #include "storage/schema.h"
 #include "storage/sqlite_util.h"
@@ -109,23 +110,8 @@ AuditEvent AuditFromRow(const Statement& s) {
 
 namespace json = boost::json;
 
-std::string StringsToJson(const std::vector<std::string>& values) {
-  json::array a;
-  for (const std::string& v : values) a.emplace_back(json::string_view(v));
-  return json::serialize(a);
-}
-
-// Lenient: anything that is not a JSON array of strings yields the strings it has.
-std::vector<std::string> StringsFromJson(std::string_view text) {
-  std::vector<std::string> out;
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  if (ec || !v.is_array()) return out;
-  for (const json::value& e : v.as_array()) {
-    if (e.is_string()) out.emplace_back(e.as_string().c_str(), e.as_string().size());
-  }
-  return out;
-}
+using storage_json::StringsFromJson;
+using storage_json::StringsToJson;
 
 std::string GenerateId(std::string_view prefix) {
   thread_local std::mt19937_64 rng{std::random_device{}() ^

@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "storage/json_strings.h"
 #include "storage/sqlite_util.h"
 
 namespace missy {
@@ -47,23 +48,6 @@ int DaysFromCivil(int y, unsigned m, unsigned d) {  // Howard Hinnant's algorith
   const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
   const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
   return era * 146097 + static_cast<int>(doe) - 719468;
-}
-
-std::vector<std::string> StringArray(const std::string& text) {
-  std::vector<std::string> out;
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  if (ec || !v.is_array()) return out;
-  for (const json::value& e : v.as_array()) {
-    if (e.is_string()) out.emplace_back(e.as_string().c_str(), e.as_string().size());
-  }
-  return out;
-}
-
-std::string ToJsonArray(const std::vector<std::string>& values) {
-  json::array a;
-  for (const std::string& v : values) a.emplace_back(json::string_view(v));
-  return json::serialize(a);
 }
 
 int64_t TimeOr(std::string_view text, int64_t fallback) { return ParseIsoTimestampMs(text).value_or(fallback); }
@@ -145,9 +129,9 @@ Result<Source> ReadSource(const std::string& path, int64_t now_ms) {
           x.end_ms = TimeOr(s.Text(7), 0);
           x.descendants = s.Int(8);
           x.created_ms = TimeOr(s.Text(9), now_ms);
-          x.turn_ids = StringArray(s.Text(10));
-          x.summary_ids = StringArray(s.Text(11));
-          x.files = StringArray(s.Text(12));
+          x.turn_ids = storage_json::StringsFromJson(s.Text(10));
+          x.summary_ids = storage_json::StringsFromJson(s.Text(11));
+          x.files = storage_json::StringsFromJson(s.Text(12));
           src.summaries.push_back(std::move(x));
         }));
   }
@@ -161,7 +145,7 @@ Result<Source> ReadSource(const std::string& path, int64_t now_ms) {
                                      x.task_type = s.Text(1);
                                      x.outcome = s.Text(2);
                                      x.lesson = s.Text(3);
-                                     x.approach = StringArray(s.Text(4));
+                                     x.approach = storage_json::StringsFromJson(s.Text(4));
                                      if (x.approach.empty() && !s.Text(4).empty() && s.Text(4) != "[]") {
                                        x.approach.push_back(s.Text(4));  // plain text approach
                                      }
@@ -382,7 +366,7 @@ class Importer {
         .Bind(5, s.tokens)
         .Bind(6, first)
         .Bind(7, last)
-        .Bind(8, ToJsonArray(children))
+        .Bind(8, storage_json::StringsToJson(children))
         .Bind(9, s.start_ms)
         .Bind(10, s.end_ms)
         .Bind(11, s.descendants)
@@ -430,7 +414,7 @@ class Importer {
         "INSERT INTO learnings (id, task_type, outcome, lesson, approach, created_at_ms) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
     if (!q.ok()) return q.status();
-    q->Bind(1, *id).Bind(2, l.task_type).Bind(3, l.outcome).Bind(4, l.lesson).Bind(5, ToJsonArray(l.approach)).Bind(6, l.time_ms);
+    q->Bind(1, *id).Bind(2, l.task_type).Bind(3, l.outcome).Bind(4, l.lesson).Bind(5, storage_json::StringsToJson(l.approach)).Bind(6, l.time_ms);
     MISSY_RETURN_IF_ERROR(q->Run("import learning"));
     MISSY_RETURN_IF_ERROR(Remember("learning", l.id, *id));
     ++report.learnings;
