@@ -91,6 +91,8 @@ int main(int argc, char** argv) {
     }
   }
 
+  // Everything missyd creates (database, WAL, sockets, JSONL mirrors) is private to its user.
+  umask(077);
   try {
     const std::string home = ResolveMissyHome();
     if (config_path.empty()) config_path = home + "/config.yaml";

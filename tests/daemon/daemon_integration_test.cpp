@@ -76,6 +76,8 @@ TEST_F(DaemonTest, StartsWithDefaultConfigAndSecureSockets) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   ASSERT_EQ(stat(d.audit_socket().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(stat((dir_.path() + "/missyd.db").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "the database must be private to its user";
 
   json::value health = Body(d.Call("GET", "/v1/health"));
   EXPECT_EQ(health.at("status").as_string(), "ok");
