@@ -20,6 +20,11 @@ namespace missy {
 
 namespace json = boost::json;
 
+struct RequestTarget {
+  std::vector<std::string> segments;  // decoded path segments
+  std::unordered_map<std::string, std::string> query;
+};
+
 namespace {
 
 constexpr size_t kMaxBatch = 10000;
@@ -56,13 +61,9 @@ std::string PercentDecode(std::string_view s, bool plus_is_space) {
   return out;
 }
 
-struct Target {
-  std::vector<std::string> segments;  // decoded path segments
-  std::unordered_map<std::string, std::string> query;
-};
 
-Target ParseTarget(std::string_view target) {
-  Target t;
+RequestTarget ParseTarget(std::string_view target) {
+  RequestTarget t;
   const size_t q = target.find('?');
   std::string_view path = target.substr(0, q);
   size_t start = 0;
@@ -87,7 +88,7 @@ Target ParseTarget(std::string_view target) {
   return t;
 }
 
-Status QueryInt(const Target& t, const std::string& key, int64_t min, int64_t max, int64_t& out) {
+Status QueryInt(const RequestTarget& t, const std::string& key, int64_t min, int64_t max, int64_t& out) {
   auto it = t.query.find(key);
   if (it == t.query.end()) return Status::Ok();
   int64_t value = 0;
@@ -104,7 +105,7 @@ Status QueryInt(const Target& t, const std::string& key, int64_t min, int64_t ma
 }
 
 // limit (1..max) and offset query parameters of a list endpoint.
-Result<ListOptions> Paging(const Target& t, int64_t default_limit = 100, int64_t max_limit = kMaxListLimit) {
+Result<ListOptions> Paging(const RequestTarget& t, int64_t default_limit = 100, int64_t max_limit = kMaxListLimit) {
   int64_t limit = default_limit, offset = 0;
   MISSY_RETURN_IF_ERROR(QueryInt(t, "limit", 1, max_limit, limit));
   MISSY_RETURN_IF_ERROR(QueryInt(t, "offset", 0, int64_t{1} << 30, offset));
@@ -403,7 +404,7 @@ HttpResponse Api::Error(const HttpRequest& req, const Status& status, std::strin
 
 HttpResponse Api::Handle(const HttpRequest& req) {
   ++requests_;
-  const Target t = ParseTarget(req.target);
+  const RequestTarget t = ParseTarget(req.target);
   const auto& s = t.segments;
   auto method_not_allowed = [&](std::string_view allowed) {
     HttpResponse r = JsonResponse(
@@ -425,7 +426,7 @@ HttpResponse Api::Handle(const HttpRequest& req) {
       return req.method == "GET" ? EffectiveConfig(req) : method_not_allowed("GET");
     }
     if (s.size() == 2 && s[1] == "audit") {
-      return req.method == "GET" ? Audit(req) : method_not_allowed("GET");
+      return req.method == "GET" ? Audit(req, t) : method_not_allowed("GET");
     }
     if (s.size() == 3 && s[1] == "audit" && s[2] == "verify") {
       return req.method == "GET" ? VerifyAudit(req) : method_not_allowed("GET");
@@ -433,11 +434,11 @@ HttpResponse Api::Handle(const HttpRequest& req) {
     if (s[1] == "memory") {
       if (s.size() == 2) {
         if (req.method == "POST") return AddMemory(req);
-        if (req.method == "GET") return ListMemory(req);
+        if (req.method == "GET") return ListMemory(req, t);
         return method_not_allowed("GET, POST");
       }
       if (s.size() == 3 && s[2] == "search") {
-        return req.method == "GET" ? SearchMemory(req) : method_not_allowed("GET");
+        return req.method == "GET" ? SearchMemory(req, t) : method_not_allowed("GET");
       }
       if (s.size() == 3) {
         if (req.method == "GET") return GetMemory(req, s[2]);
@@ -447,11 +448,11 @@ HttpResponse Api::Handle(const HttpRequest& req) {
     }
     if (s.size() == 2 && s[1] == "learnings") {
       if (req.method == "POST") return AddLearning(req);
-      if (req.method == "GET") return ListLearnings(req);
+      if (req.method == "GET") return ListLearnings(req, t);
       return method_not_allowed("GET, POST");
     }
     if (s.size() == 2 && s[1] == "jobs") {
-      return req.method == "GET" ? ListJobs(req) : method_not_allowed("GET");
+      return req.method == "GET" ? ListJobs(req, t) : method_not_allowed("GET");
     }
     if (s.size() == 3 && s[1] == "summaries") {
       return req.method == "GET" ? GetSummary(req, s[2]) : method_not_allowed("GET");
@@ -462,7 +463,7 @@ HttpResponse Api::Handle(const HttpRequest& req) {
     if (s[1] == "sessions") {
       if (s.size() == 2) {
         if (req.method == "POST") return CreateSession(req);
-        if (req.method == "GET") return ListSessions(req);
+        if (req.method == "GET") return ListSessions(req, t);
         return method_not_allowed("GET, POST");
       }
       const std::string& id = s[2];
@@ -473,7 +474,7 @@ HttpResponse Api::Handle(const HttpRequest& req) {
       if (s.size() == 3) return req.method == "GET" ? GetSession(req, id) : method_not_allowed("GET");
       if (s.size() == 4 && s[3] == "messages") {
         if (req.method == "POST") return AppendMessages(req, id);
-        if (req.method == "GET") return ListMessages(req, id);
+        if (req.method == "GET") return ListMessages(req, t, id);
         return method_not_allowed("GET, POST");
       }
       if (s.size() == 4 && s[3] == "context") {
@@ -568,8 +569,7 @@ HttpResponse Api::CreateSession(const HttpRequest& req) {
   return JsonResponse(201, SessionToJson(session));
 }
 
-HttpResponse Api::ListSessions(const HttpRequest& req) {
-  const Target t = ParseTarget(req.target);
+HttpResponse Api::ListSessions(const HttpRequest& req, const RequestTarget& t) {
   Result<ListOptions> paging = Paging(t);
   if (!paging.ok()) return Error(req, paging.status());
   Result<std::vector<Session>> sessions = deps_.db->ListSessions(*paging);
@@ -680,8 +680,7 @@ HttpResponse Api::AppendMessages(const HttpRequest& req, const std::string& id) 
                                         {"last_seq", after->last_seq}});
 }
 
-HttpResponse Api::ListMessages(const HttpRequest& req, const std::string& id) {
-  const Target t = ParseTarget(req.target);
+HttpResponse Api::ListMessages(const HttpRequest& req, const RequestTarget& t, const std::string& id) {
   int64_t after = 0, limit = 1000;
   Status st = QueryInt(t, "after", 0, int64_t{1} << 62, after);
   if (st.ok()) st = QueryInt(t, "limit", 1, 10000, limit);
@@ -963,8 +962,7 @@ HttpResponse Api::GetSummary(const HttpRequest& req, const std::string& summary_
   return JsonResponse(200, out);
 }
 
-HttpResponse Api::Audit(const HttpRequest& req) {
-  const Target t = ParseTarget(req.target);
+HttpResponse Api::Audit(const HttpRequest& req, const RequestTarget& t) {
   int64_t since = 0, limit = 100;
   Status st = QueryInt(t, "since", 0, int64_t{1} << 62, since);
   if (st.ok()) st = QueryInt(t, "limit", 1, 10000, limit);
@@ -1018,8 +1016,7 @@ HttpResponse Api::AddMemory(const HttpRequest& req) {
   return JsonResponse(201, MemoryToJson(*stored));
 }
 
-HttpResponse Api::ListMemory(const HttpRequest& req) {
-  const Target t = ParseTarget(req.target);
+HttpResponse Api::ListMemory(const HttpRequest& req, const RequestTarget& t) {
   Result<ListOptions> paging = Paging(t);
   if (!paging.ok()) return Error(req, paging.status());
   auto session = t.query.find("session_id");
@@ -1045,8 +1042,7 @@ HttpResponse Api::DeleteMemory(const HttpRequest& req, const std::string& memory
   return JsonResponse(200, json::object{{"deleted", memory_id}});
 }
 
-HttpResponse Api::SearchMemory(const HttpRequest& req) {
-  const Target t = ParseTarget(req.target);
+HttpResponse Api::SearchMemory(const HttpRequest& req, const RequestTarget& t) {
   auto q = t.query.find("q");
   if (q == t.query.end() || q->second.empty()) {
     return Error(req, Status::InvalidArgument("the search text is required", "q"));
@@ -1092,8 +1088,7 @@ HttpResponse Api::AddLearning(const HttpRequest& req) {
   return JsonResponse(201, LearningToJson(*stored));
 }
 
-HttpResponse Api::ListLearnings(const HttpRequest& req) {
-  const Target t = ParseTarget(req.target);
+HttpResponse Api::ListLearnings(const HttpRequest& req, const RequestTarget& t) {
   Result<ListOptions> paging = Paging(t);
   if (!paging.ok()) return Error(req, paging.status());
   auto type = t.query.find("task_type");
@@ -1106,8 +1101,7 @@ HttpResponse Api::ListLearnings(const HttpRequest& req) {
   return JsonResponse(200, json::object{{"learnings", std::move(out)}});
 }
 
-HttpResponse Api::ListJobs(const HttpRequest& req) {
-  const Target t = ParseTarget(req.target);
+HttpResponse Api::ListJobs(const HttpRequest& req, const RequestTarget& t) {
   Result<ListOptions> paging = Paging(t);
   if (!paging.ok()) return Error(req, paging.status());
   std::string state;

@@ -24,6 +24,8 @@
 
 namespace missy {
 
+struct RequestTarget;  // the parsed path and query of a request (api.cpp)
+
 struct ApiDeps {
   Database* db = nullptr;
   Auditor* auditor = nullptr;
@@ -47,25 +49,25 @@ class Api {
   struct Route;
   HttpResponse Health(const HttpRequest& req);
   HttpResponse CreateSession(const HttpRequest& req);
-  HttpResponse ListSessions(const HttpRequest& req);
+  HttpResponse ListSessions(const HttpRequest& req, const RequestTarget& t);
   HttpResponse GetSession(const HttpRequest& req, const std::string& id);
   HttpResponse AppendMessages(const HttpRequest& req, const std::string& id);
-  HttpResponse ListMessages(const HttpRequest& req, const std::string& id);
+  HttpResponse ListMessages(const HttpRequest& req, const RequestTarget& t, const std::string& id);
   HttpResponse BuildContext(const HttpRequest& req, const std::string& id);
   HttpResponse ReportUsage(const HttpRequest& req, const std::string& id);
   HttpResponse ListSummaries(const HttpRequest& req, const std::string& id);
   HttpResponse GetSummary(const HttpRequest& req, const std::string& summary_id);
-  HttpResponse Audit(const HttpRequest& req);
+  HttpResponse Audit(const HttpRequest& req, const RequestTarget& t);
   HttpResponse VerifyAudit(const HttpRequest& req);
   HttpResponse EffectiveConfig(const HttpRequest& req);
   HttpResponse AddMemory(const HttpRequest& req);
-  HttpResponse ListMemory(const HttpRequest& req);
+  HttpResponse ListMemory(const HttpRequest& req, const RequestTarget& t);
   HttpResponse GetMemory(const HttpRequest& req, const std::string& memory_id);
   HttpResponse DeleteMemory(const HttpRequest& req, const std::string& memory_id);
-  HttpResponse SearchMemory(const HttpRequest& req);
+  HttpResponse SearchMemory(const HttpRequest& req, const RequestTarget& t);
   HttpResponse AddLearning(const HttpRequest& req);
-  HttpResponse ListLearnings(const HttpRequest& req);
-  HttpResponse ListJobs(const HttpRequest& req);
+  HttpResponse ListLearnings(const HttpRequest& req, const RequestTarget& t);
+  HttpResponse ListJobs(const HttpRequest& req, const RequestTarget& t);
   HttpResponse ImportMissy(const HttpRequest& req);
 
   HttpResponse Error(const HttpRequest& req, const Status& status, std::string_view session_id = {});
