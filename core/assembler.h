@@ -15,46 +15,19 @@
 // report.first_kept_seq as the next EvictionOptions::anchor_seq.
 #pragma once
 
-#include <boost/json/object.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/budget.h"
+#include "core/context_types.h"
 #include "core/message.h"
 #include "core/pruning.h"
 #include "core/status.h"
 #include "core/token_counter.h"
 
 namespace missy {
-
-struct SummaryView {
-  std::string id;
-  int depth = 0;
-  int64_t first_seq = 0;  // covered message range (inclusive)
-  int64_t last_seq = 0;
-  int64_t message_count = 0;  // descendant messages
-  int64_t start_ms = 0;       // time range covered
-  int64_t end_ms = 0;
-  std::string text;
-  int64_t tokens = 0;  // informative: the rendered summary message is counted here
-};
-
-struct MemoryHit {
-  std::string source;  // "memory", "summary", "message"
-  std::string id;
-  std::string text;
-  double score = 0;  // higher is more relevant
-};
-
-struct Learning {
-  std::string id;
-  std::string task_type;
-  std::string outcome;
-  std::string lesson;
-  int64_t created_at_ms = 0;
-};
 
 // Cache-friendly eviction. Plain rule 3 keeps the longest suffix that fits, so once the
 // budget is full every request evicts a little and the provider's prompt cache misses.
@@ -164,24 +137,5 @@ Result<AssembledContext> AssembleContext(const ContextInput& input,
 std::string FormatIsoUtcSeconds(int64_t epoch_ms);
 // "[Conversation Summary — depth D, N messages, covers START to END]"
 std::string SummaryHeader(const SummaryView& s);
-
-// The budget report as JSON (every number in tokens unless named otherwise):
-// {"context_window","max_output_tokens","total","used_tokens","available",
-//  "zone": "safe"|"warning"|"overflow", "should_summarize": bool,
-//  "system": {"tokens" (measured or reserve),"measured","message_tokens" (as sent)},
-//  "tools": {"tokens","measured"},
-//  "memory": {"budget","tokens","items"}, "learnings": {"budget","tokens","items"},
-//  "summaries": {"tokens","included","skipped","included_ids":[...],"skipped_ids":[...]},
-//  "history": {"budget" (room for summaries + messages + new message),"tokens" (history
-//     messages sent),"demand_tokens","threshold_tokens","uncovered_messages",
-//     "kept_messages","fresh_tail_messages","dropped_messages" (evicted),
-//     "covered_messages" (in an included summary),"first_kept_seq","first_fresh_seq",
-//     "eviction": "fill"|"anchored"|"anchor_moved"},
-//  "new_message": {"tokens","dropped"},
-//  "sanitized": [{"seq" (0 = new message),"tool_call_id","reason","detail"}],
-//  "truncated": [{"seq","original_tokens","tokens"}],
-//  "pruned": {"messages" (sent as placeholder),"newly_pruned_seqs":[...],"freed_tokens"},
-//  "fresh_tail": {"squeezed" (rule 1 applied),"dropped_messages"}}
-boost::json::object ContextReportToJson(const ContextReport& report);
 
 }  // namespace missy

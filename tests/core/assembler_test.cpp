@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include "context_test_helpers.h"
+#include "core/context_report_json.h"
 #include "core/sanitizer.h"
 
 namespace missy {
