@@ -20,6 +20,9 @@ struct Session {
   int64_t message_count = 0;
   int64_t total_tokens = 0;
   int64_t last_seq = 0;
+  // The first kept seq of the session's last context (0: none yet), persisted so that a
+  // restarted daemon rebuilds the same prompt-cache-stable prefix (EvictionOptions).
+  int64_t anchor_seq = 0;
 };
 
 }  // namespace missy

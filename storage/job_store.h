@@ -1,0 +1,58 @@
+// JobStore: the background job queue (summarization) with leases and retries.
+// Thread-safe; reads use Database::Read, writes take the caller's Txn (or wrap one
+// Database::Write). Time is passed in (no clock in storage). At most one queued or
+// running job exists per (session_id, kind).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "storage/database.h"
+#include "storage/records.h"
+
+namespace missy {
+
+class JobStore {
+ public:
+  explicit JobStore(Database& db) : db_(db) {}
+
+  // Queues a job due at now_ms, or returns the active one for (session, kind) with
+  // created = false. kInvalidArgument for an empty kind.
+  Result<EnqueueResult> Enqueue(Txn& txn, std::string_view kind, std::string_view session_id,
+                                std::string_view payload_json, int64_t now_ms);
+  Result<EnqueueResult> Enqueue(std::string_view kind, std::string_view session_id,
+                                std::string_view payload_json, int64_t now_ms);
+  // Whether a queued or running job exists for (session, kind): one cheap read.
+  Result<bool> HasActive(std::string_view session_id, std::string_view kind);
+
+  // Claims the runnable queued job due first (next_run_at_ms <= now), after putting
+  // jobs whose lease expired back in the queue; leases it until now + lease_ms.
+  // nullopt when none is due.
+  Result<std::optional<Job>> Claim(Txn& txn, int64_t now_ms, int64_t lease_ms);
+  Result<std::optional<Job>> Claim(int64_t now_ms, int64_t lease_ms);
+  // kNotFound, kConflict unless running.
+  Status Complete(Txn& txn, int64_t id, int64_t now_ms);
+  Status Complete(int64_t id, int64_t now_ms);
+  // Back to the queue after base_delay * 2^(attempts-1) (capped), or failed for good
+  // once attempts reached max_attempts. Returns the updated job. kNotFound, kConflict
+  // unless running.
+  Result<Job> Fail(Txn& txn, int64_t id, std::string_view error, int64_t now_ms,
+                   const RetryPolicy& policy = {});
+  Result<Job> Fail(int64_t id, std::string_view error, int64_t now_ms,
+                   const RetryPolicy& policy = {});
+  // Puts running jobs whose lease ended before now_ms back in the queue; returns how many.
+  Result<int64_t> RequeueExpired(Txn& txn, int64_t now_ms);
+  Result<int64_t> RequeueExpired(int64_t now_ms);
+
+  Result<Job> Get(int64_t id);  // kNotFound
+  // Newest first; `state` filters when non-empty.
+  Result<std::vector<Job>> List(const ListOptions& options, std::string_view state = {});
+
+ private:
+  Database& db_;
+};
+
+}  // namespace missy

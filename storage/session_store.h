@@ -1,0 +1,45 @@
+// SessionStore: the sessions table. Thread-safe (state lives in the Database); reads
+// use Database::Read, writes take the caller's Txn (or wrap one Database::Write).
+// The message counters of a session (message_count, total_tokens, last_seq,
+// updated_at_ms) are maintained by MessageStore::Append.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "core/session.h"
+#include "core/status.h"
+#include "storage/database.h"
+#include "storage/records.h"
+
+namespace missy {
+
+class SessionStore {
+ public:
+  explicit SessionStore(Database& db) : db_(db) {}
+
+  // kInvalidArgument for an empty id, kAlreadyExists for a duplicate (the first stays).
+  Status Create(Txn& txn, const Session& session);
+  Status Create(const Session& session);
+
+  Result<Session> Get(std::string_view id);  // kNotFound
+  // Inside a write (sees the transaction's own changes).
+  Result<Session> Get(Txn& txn, std::string_view id);
+  // In creation order (created_at_ms, then id).
+  Result<std::vector<Session>> List(const ListOptions& options);
+
+  // Persists the session's context anchor (Session::anchor_seq): the first kept seq of
+  // its last context, so that a restarted daemon rebuilds the same prefix. kNotFound
+  // for an unknown session, kInvalidArgument for seq < 0.
+  Status SetAnchor(Txn& txn, std::string_view session_id, int64_t seq);
+  Status SetAnchor(std::string_view session_id, int64_t seq);
+
+  // kNotFound (field "session_id") unless the session exists; for other stores' writes.
+  static Status MustExist(Txn& txn, std::string_view session_id);
+
+ private:
+  Database& db_;
+};
+
+}  // namespace missy

@@ -1,0 +1,44 @@
+// SummaryStore: hierarchical summaries (DESIGN.md §5). Thread-safe; reads use
+// Database::Read, writes take the caller's Txn (or wrap one Database::Write). Source
+// messages are never deleted: a leaf summary marks its range covered, a condensed one
+// becomes the parent of its children.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "core/message.h"
+#include "core/status.h"
+#include "storage/database.h"
+#include "storage/records.h"
+
+namespace missy {
+
+class SummaryStore {
+ public:
+  explicit SummaryStore(Database& db) : db_(db) {}
+
+  // Stores the summary (generating "sum_" + 16 hex digits when id is empty) and, in
+  // the same write, marks the messages first_seq..last_seq as covered (depth 0) or
+  // sets the parent of each child (child_ids non-empty). kNotFound for an unknown
+  // session or child, kInvalidArgument for a negative depth, last_seq < first_seq or a
+  // child of another session, kConflict for a child already condensed, kAlreadyExists
+  // for a duplicate id. Returns the record as stored.
+  Result<SummaryRecord> Insert(Txn& txn, const SummaryRecord& summary);
+  Result<SummaryRecord> Insert(const SummaryRecord& summary);
+
+  Result<SummaryRecord> Get(std::string_view id);  // kNotFound
+  // A session's summaries ordered by first_seq then depth; `uncondensed_only` keeps
+  // those without a parent (what the assembler shows). kNotFound for an unknown session.
+  Result<std::vector<SummaryRecord>> List(std::string_view session_id,
+                                          bool uncondensed_only = false);
+  // The summaries a condensed summary was built from (empty for a leaf). kNotFound.
+  Result<std::vector<SummaryRecord>> Children(std::string_view id);
+  // The messages a summary covers (its seq range), in seq order. kNotFound.
+  Result<std::vector<StoredMessage>> Messages(std::string_view id);
+
+ private:
+  Database& db_;
+};
+
+}  // namespace missy
