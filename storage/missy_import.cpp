@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <set>
 #include <vector>
 
 #include "storage/json_strings.h"
-#include "storage/sqlite_util.h"
+#include "storage/memory_store.h"
+#include "storage/session_store.h"
+#include "storage/sqlite.h"
 
 namespace missy {
 namespace {
@@ -56,7 +59,8 @@ bool HasTable(Connection& c, const char* name) {
   auto q = c.Prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1");
   if (!q.ok()) return false;
   q->Bind(1, name);
-  return q->Step() == SQLITE_ROW;
+  auto row = q->Next();
+  return row.ok() && *row;
 }
 
 struct Source {
@@ -69,19 +73,22 @@ struct Source {
 Status ReadRows(Connection& c, const std::string& sql, const std::function<void(const Statement&)>& row) {
   auto q = c.Prepare(sql);
   if (!q.ok()) return q.status();
-  int rc;
-  while ((rc = q->Step()) == SQLITE_ROW) row(*q);
-  if (rc != SQLITE_DONE) return c.Error(rc, "read Missy database " + c.path());
-  return Status::Ok();
+  const std::string what = "read Missy database " + c.path();
+  for (;;) {
+    MISSY_ASSIGN_NEXT(has_row, *q, what);
+    if (!has_row) return Status::Ok();
+    row(*q);
+  }
 }
 
 Result<Source> ReadSource(const std::string& path, int64_t now_ms) {
   // mode=ro: never written. A WAL database in a directory we cannot write needs
   // immutable=1 to be readable at all, so that is the fallback.
   std::string uri = "file:" + path + "?mode=ro";
-  auto conn = Connection::Open(uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+  auto conn = Connection::Open(uri, Connection::Mode::kReadOnly, /*uri=*/true);
   if (conn.ok() && !(*conn)->QueryInt("SELECT count(*) FROM sqlite_master").ok()) {
-    conn = Connection::Open("file:" + path + "?mode=ro&immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+    conn = Connection::Open("file:" + path + "?mode=ro&immutable=1", Connection::Mode::kReadOnly,
+                            /*uri=*/true);
   }
   if (!conn.ok()) return conn.status();
   Connection& c = **conn;
@@ -159,8 +166,8 @@ Result<Source> ReadSource(const std::string& path, int64_t now_ms) {
 // The writer side: everything below runs inside one transaction on the writer.
 class Importer {
  public:
-  Importer(Connection& c, const Source& src, const MessageTokenCounter& counter, int64_t now_ms)
-      : c_(c), src_(src), counter_(counter), now_ms_(now_ms) {}
+  Importer(Database& db, Txn& txn, const Source& src, const MessageTokenCounter& counter)
+      : sessions_(db), memory_(db), txn_(txn), c_(txn.conn()), src_(src), counter_(counter) {}
 
   Status Run(MissyImportReport& report) {
     for (const SourceSession& s : src_.sessions) MISSY_RETURN_IF_ERROR(ImportSession(s, report));
@@ -178,10 +185,9 @@ class Importer {
     auto q = c_.Prepare("SELECT target FROM imported WHERE source = ?1 AND source_id = ?2");
     if (!q.ok()) return q.status();
     q->Bind(1, std::string(kSource) + "." + std::string(kind)).Bind(2, id);
-    int rc = q->Step();
-    if (rc == SQLITE_ROW) return std::optional<std::string>(q->Text(0));
-    if (rc == SQLITE_DONE) return std::optional<std::string>();
-    return c_.Error(rc, "read import map");
+    MISSY_ASSIGN_NEXT(row, *q, "read import map");
+    if (!row) return std::optional<std::string>();
+    return std::optional<std::string>(q->Text(0));
   }
 
   Status Remember(std::string_view kind, std::string_view id, std::string_view target) {
@@ -195,10 +201,7 @@ class Importer {
     auto q = c_.Prepare(sql);
     if (!q.ok()) return q.status();
     q->Bind(1, id);
-    int rc = q->Step();
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    return c_.Error(rc, "check id");
+    return q->Next("check id");
   }
 
   // `id` itself when free in `sql`'s table, else "missy-" + id (+ a counter).
@@ -230,11 +233,12 @@ class Importer {
     if (!s.name.empty()) meta["name"] = s.name;
     if (!s.channel.empty()) meta["channel"] = s.channel;
     if (!s.provider.empty()) meta["provider"] = s.provider;
-    auto q = c_.Prepare(
-        "INSERT INTO sessions (id, metadata_json, created_at_ms, updated_at_ms) VALUES (?1, ?2, ?3, ?4)");
-    if (!q.ok()) return q.status();
-    q->Bind(1, *id).Bind(2, json::serialize(meta)).Bind(3, s.created_ms).Bind(4, s.updated_ms);
-    MISSY_RETURN_IF_ERROR(q->Run("import session"));
+    Session session;
+    session.id = *id;
+    session.metadata_json = json::serialize(meta);
+    session.created_at_ms = s.created_ms;
+    session.updated_at_ms = s.updated_ms;
+    MISSY_RETURN_IF_ERROR(sessions_.Create(txn_, session));
     MISSY_RETURN_IF_ERROR(Remember("session", s.id, *id));
     session_ids_[s.id] = *id;
     ++report.sessions;
@@ -247,8 +251,8 @@ class Importer {
     auto q = c_.Prepare("SELECT last_seq FROM sessions WHERE id = ?1");
     if (!q.ok()) return q.status();
     q->Bind(1, session);
-    int rc = q->Step();
-    if (rc != SQLITE_ROW) return c_.Error(rc, "read session");
+    MISSY_ASSIGN_NEXT(row, *q, "read session");
+    if (!row) return Status::NotFound("session '" + session + "' not found", "session_id");
     return last_seq_[session] = q->Int(0);
   }
 
@@ -311,9 +315,8 @@ class Importer {
     if (!q.ok()) return q.status();
     for (const auto& [session, t] : totals_) {
       q->Bind(1, session).Bind(2, t.count).Bind(3, t.tokens).Bind(4, last_seq_[session]).Bind(5, t.last_time);
-      int rc = q->Step();
-      if (rc != SQLITE_DONE) return c_.Error(rc, "update imported session");
-      sqlite3_reset(q->get());
+      MISSY_RETURN_IF_ERROR(q->Run("update imported session"));
+      q->Reset();
     }
     return Status::Ok();
   }
@@ -394,9 +397,8 @@ class Importer {
       auto parent = summary_ids_.find(source_parent);
       if (parent == summary_ids_.end()) continue;  // parent missing in the source: stays uncondensed
       q->Bind(1, child).Bind(2, parent->second);
-      int rc = q->Step();
-      if (rc != SQLITE_DONE) return c_.Error(rc, "link imported summaries");
-      sqlite3_reset(q->get());
+      MISSY_RETURN_IF_ERROR(q->Run("link imported summaries"));
+      q->Reset();
     }
     return Status::Ok();
   }
@@ -410,12 +412,14 @@ class Importer {
     }
     auto id = FreeId("SELECT 1 FROM learnings WHERE id = ?1", l.id.empty() ? "lrn_missy" : l.id);
     if (!id.ok()) return id.status();
-    auto q = c_.Prepare(
-        "INSERT INTO learnings (id, task_type, outcome, lesson, approach, created_at_ms) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
-    if (!q.ok()) return q.status();
-    q->Bind(1, *id).Bind(2, l.task_type).Bind(3, l.outcome).Bind(4, l.lesson).Bind(5, storage_json::StringsToJson(l.approach)).Bind(6, l.time_ms);
-    MISSY_RETURN_IF_ERROR(q->Run("import learning"));
+    LearningRecord learning;
+    learning.id = *id;
+    learning.task_type = l.task_type;
+    learning.outcome = l.outcome;
+    learning.lesson = l.lesson;
+    learning.approach = l.approach;
+    learning.created_at_ms = l.time_ms;
+    MISSY_RETURN_IF_ERROR(memory_.AddLearning(txn_, learning).status());
     MISSY_RETURN_IF_ERROR(Remember("learning", l.id, *id));
     ++report.learnings;
     return Status::Ok();
@@ -425,10 +429,12 @@ class Importer {
     int64_t count = 0, tokens = 0, last_time = 0;
   };
 
+  SessionStore sessions_;
+  MemoryStore memory_;
+  Txn& txn_;
   Connection& c_;
   const Source& src_;
   const MessageTokenCounter& counter_;
-  const int64_t now_ms_;
   std::map<std::string, std::string> session_ids_;  // Missy session id -> ours
   std::map<std::string, std::pair<std::string, int64_t>> turn_seq_;  // turn id -> (session, seq)
   std::map<std::string, int64_t> last_seq_;
@@ -496,8 +502,8 @@ std::optional<int64_t> ParseIsoTimestampMs(std::string_view text) {
   return static_cast<int64_t>(secs * 1000.0);
 }
 
-Result<MissyImportReport> ImportMissyDatabase(Database& db, const std::string& missy_db_path,
-                                              const MessageTokenCounter* counter, int64_t now_ms) {
+Result<MissyImportReport> ImportMissy(Database& db, const std::string& missy_db_path,
+                                      const MessageTokenCounter* counter, int64_t now_ms) {
   auto src = ReadSource(missy_db_path, now_ms);
   if (!src.ok()) return src.status();
   std::optional<MessageTokenCounter> fallback;
@@ -506,9 +512,9 @@ Result<MissyImportReport> ImportMissyDatabase(Database& db, const std::string& m
     counter = &*fallback;
   }
   MissyImportReport report;
-  Status st = db.WriteTransaction([&](Connection& c) -> Status {
+  Status st = db.Write([&](Txn& txn) -> Status {
     report = MissyImportReport{};
-    Importer importer(c, *src, *counter, now_ms);
+    Importer importer(db, txn, *src, *counter);
     return importer.Run(report);
   });
   if (!st.ok()) return st;

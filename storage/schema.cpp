@@ -202,11 +202,22 @@ WHEN old.id <= (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'messages_ft
 END;
 )sql";
 
+// Version 5: the session's context anchor (the first kept seq of its last context, so
+// that a restart rebuilds the same prefix) and outbox cursors (how far an external
+// publisher, e.g. the broker bridge, got through the audit log; they never move back).
+constexpr std::string_view kMigration5 = R"sql(
+ALTER TABLE sessions ADD COLUMN anchor_seq INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE outbox_cursors (
+  name TEXT PRIMARY KEY NOT NULL,
+  seq  INTEGER NOT NULL DEFAULT 0
+);
+)sql";
+
 }  // namespace
 
 const std::vector<std::string_view>& Migrations() {
-  static const std::vector<std::string_view> kMigrations = {kMigration1, kMigration2, kMigration3,
-                                                             kMigration4};
+  static const std::vector<std::string_view> kMigrations = {
+      kMigration1, kMigration2, kMigration3, kMigration4, kMigration5};
   return kMigrations;
 }
 

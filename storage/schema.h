@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "storage/sqlite_util.h"
+#include "storage/sqlite.h"
 
 namespace missy::schema {
 

@@ -44,12 +44,15 @@ class Statement {
   Statement& Bind(int index, const std::string& value) {
     return Bind(index, std::string_view(value));
   }
+  // Binds without copying: `value` must stay alive until the statement is reset,
+  // rebound or destroyed (for large message text bound from a batch the caller owns).
+  Statement& BindStatic(int index, std::string_view value);
   Statement& BindNull(int index);
   // NULL when `value` is empty (optional TEXT columns such as a memory item's session).
   Statement& BindOrNull(int index, std::string_view value);
 
-  // Steps once: true with a row to read, false when done; an error as Status (named
-  // by `what`, or by the statement's SQL when empty).
+  // Steps once: true with a row to read, false when done; an error as Status whose
+  // message starts with `what` (when not empty).
   Result<bool> Next(std::string_view what = {});
   // Steps to completion (a statement whose rows, if any, are not wanted).
   Status Run(std::string_view what = {});

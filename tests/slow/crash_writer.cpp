@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "storage/database.h"
+#include "storage/stores.h"
 
 namespace {
 
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "open: %s\n", opened.status().ToString().c_str());
     return 1;
   }
-  missy::Database& db = **opened;
+  missy::Stores stores(**opened);
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
       missy::Session s;
       s.id = session;
       s.created_at_ms = 1;
-      missy::Status created = db.CreateSession(s);
+      missy::Status created = stores.sessions.Create(s);
       if (!created.ok() && created.code() != missy::StatusCode::kAlreadyExists) {
         std::fprintf(stderr, "create: %s\n", created.ToString().c_str());
         std::_Exit(1);
@@ -56,7 +57,7 @@ int main(int argc, char** argv) {
           std::string text = "r" + run + "-" + session + "-" + std::to_string(i) + "-" + std::to_string(k);
           batch.push_back(missy::NewMessage{missy::Message::User(text), 3, 0});
         }
-        auto r = db.AppendMessages(session, batch, i);
+        auto r = stores.messages.Append(session, std::move(batch), i);
         if (!r.ok()) {
           std::fprintf(stderr, "append: %s\n", r.status().ToString().c_str());
           std::_Exit(1);
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
           e.event_type = "messages.appended";
           e.category = "context";
           e.result = "allow";
-          auto a = db.AppendAuditEvent(e);
+          auto a = stores.audit.Append(e);
           if (!a.ok()) {
             std::fprintf(stderr, "audit: %s\n", a.status().ToString().c_str());
             std::_Exit(1);

@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "storage/database.h"
-#include "storage/sqlite_util.h"
+#include "storage/sqlite.h"
 #include "storage_test_util.h"
 #include "test_util.h"
 
@@ -32,20 +32,20 @@ class AuditChainTest : public ::testing::Test {
     e.category = "context";
     e.result = "allow";
     e.detail_json = R"({"ts":)" + std::to_string(ts) + "}";
-    auto r = db_->AppendAuditEvent(e);
+    auto r = db_->audit.Append(e);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : AuditEvent{};
   }
 
   AuditVerifyReport Verify() {
-    auto r = db_->VerifyAuditChain();
+    auto r = db_->audit.Verify();
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : AuditVerifyReport{};
   }
 
   TempDir dir_;
   std::string path_;
-  std::unique_ptr<Database> db_;
+  testing::TestDb db_;
 };
 
 TEST_F(AuditChainTest, IntactChainVerifies) {
@@ -93,7 +93,7 @@ TEST_F(AuditChainTest, DetectsADeletedLastEvent) {
 TEST_F(AuditChainTest, DetectsAnInsertedEvent) {
   // Make room after event 3 and insert a forged event 4 that even carries the right
   // prev hash; the old event 4 (now 5) no longer chains to it.
-  auto events = db_->AuditSince(0, 100);
+  auto events = db_->audit.Since(0, 100);
   ASSERT_TRUE(events.ok());
   AuditEvent forged = (*events)[2];
   forged.seq = 4;
@@ -112,7 +112,7 @@ TEST_F(AuditChainTest, DetectsAnInsertedEvent) {
 }
 
 TEST_F(AuditChainTest, DetectsAnAppendedForgery) {
-  auto events = db_->AuditSince(0, 100);
+  auto events = db_->audit.Since(0, 100);
   const std::string prev = sqlite::Sha256Hex(AuditEventToJsonLine(events->back()));
   RawExec(path_,
           "INSERT INTO audit_events (seq, timestamp_ms, event_type, prev_chain_hash) VALUES (11, 1, 'forged', '" +
@@ -123,7 +123,7 @@ TEST_F(AuditChainTest, DetectsAnAppendedForgery) {
 }
 
 TEST_F(AuditChainTest, RetentionByCountKeepsTheChainVerifiable) {
-  auto deleted = db_->PruneAuditEvents(AuditRetention{4, 0});
+  auto deleted = db_->audit.Prune(AuditRetention{4, 0});
   ASSERT_TRUE(deleted.ok()) << deleted.status().ToString();
   EXPECT_EQ(*deleted, 6);
   auto report = Verify();
@@ -139,18 +139,18 @@ TEST_F(AuditChainTest, RetentionByCountKeepsTheChainVerifiable) {
 }
 
 TEST_F(AuditChainTest, RetentionByAgeDeletesOnlyAPrefix) {
-  auto deleted = db_->PruneAuditEvents(AuditRetention{0, 5500});  // events at 1000..5000 are old
+  auto deleted = db_->audit.Prune(AuditRetention{0, 5500});  // events at 1000..5000 are old
   ASSERT_TRUE(deleted.ok());
   EXPECT_EQ(*deleted, 5);
-  auto rest = db_->AuditSince(0, 100);
+  auto rest = db_->audit.Since(0, 100);
   ASSERT_EQ(rest->size(), 5u);
   EXPECT_EQ(rest->front().seq, 6);
   EXPECT_TRUE(Verify().ok);
-  EXPECT_EQ(*db_->PruneAuditEvents(AuditRetention{0, 5500}), 0);  // idempotent
+  EXPECT_EQ(*db_->audit.Prune(AuditRetention{0, 5500}), 0);  // idempotent
 }
 
 TEST_F(AuditChainTest, DeletingEverythingKeepsSeqAndChainAcrossReopen) {
-  ASSERT_EQ(*db_->PruneAuditEvents(AuditRetention{0, 999999}), 10);
+  ASSERT_EQ(*db_->audit.Prune(AuditRetention{0, 999999}), 10);
   EXPECT_TRUE(Verify().ok);
   db_.reset();
   db_ = OpenDbOrDie(path_);

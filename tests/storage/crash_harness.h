@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "storage/database.h"
+#include "storage/search.h"
+#include "storage/stores.h"
 #include "test_util.h"
 
 namespace missy::testing {
@@ -147,8 +149,9 @@ inline size_t RunCrashTest(int kills, unsigned seed) {
       ADD_FAILURE() << "reopen after kill: " << db.status().ToString();
       return total;
     }
+    Stores stores(**db);
     for (const auto& [session, acked_msgs] : acked.messages) {
-      auto stored = (*db)->LoadMessages(session, acked_msgs.begin()->first - 1);
+      auto stored = stores.messages.Load(session, acked_msgs.begin()->first - 1);
       if (!stored.ok()) {
         ADD_FAILURE() << stored.status().ToString();
         continue;
@@ -163,7 +166,7 @@ inline size_t RunCrashTest(int kills, unsigned seed) {
         }
       }
       // Gap-free: the session's counters agree with its rows.
-      auto s = (*db)->GetSession(session);
+      auto s = stores.sessions.Get(session);
       if (!s.ok()) {
         ADD_FAILURE() << s.status().ToString();
         continue;
@@ -179,7 +182,7 @@ inline size_t RunCrashTest(int kills, unsigned seed) {
       search.memory = false;
       search.summaries = false;
       search.max_results = 50;
-      auto hits = (*db)->Search(search);
+      auto hits = Search(**db, search);
       if (!hits.ok()) {
         ADD_FAILURE() << "search after restart: " << hits.status().ToString();
         continue;
@@ -190,7 +193,7 @@ inline size_t RunCrashTest(int kills, unsigned seed) {
     }
     EXPECT_EQ(FtsIntegrityCheck(path), "ok");
     if (!acked.audit.empty()) {
-      auto events = (*db)->AuditSince(*acked.audit.begin() - 1, 0);
+      auto events = stores.audit.Since(*acked.audit.begin() - 1, 0);
       if (!events.ok()) {
         ADD_FAILURE() << events.status().ToString();
         return total;
@@ -199,7 +202,7 @@ inline size_t RunCrashTest(int kills, unsigned seed) {
       for (const auto& e : *events) stored.insert(e.seq);
       for (int64_t seq : acked.audit) EXPECT_TRUE(stored.count(seq)) << "acknowledged audit event " << seq << " is missing";
     }
-    auto verify = (*db)->VerifyAuditChain();
+    auto verify = stores.audit.Verify();
     if (!verify.ok()) {
       ADD_FAILURE() << verify.status().ToString();
       return total;

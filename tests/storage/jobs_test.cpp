@@ -19,48 +19,48 @@ class JobsTest : public ::testing::Test {
     ASSERT_TRUE(db_);
   }
   Job Claim(int64_t now, int64_t lease = 1000) {
-    auto r = db_->ClaimJob(now, lease);
+    auto r = db_->jobs.Claim(now, lease);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_TRUE(r.ok() && r->has_value()) << "no job due at " << now;
     return r.ok() && r->has_value() ? **r : Job{};
   }
   bool NothingDue(int64_t now) {
-    auto r = db_->ClaimJob(now, 1000);
+    auto r = db_->jobs.Claim(now, 1000);
     return r.ok() && !r->has_value();
   }
   TempDir dir_;
   std::string path_;
-  std::unique_ptr<Database> db_;
+  testing::TestDb db_;
 };
 
 TEST_F(JobsTest, EnqueueIsDeduplicatedPerSessionAndKindWhileActive) {
-  auto a = db_->EnqueueJob("summarize", "s1", R"({"reason":"threshold"})", 100);
+  auto a = db_->jobs.Enqueue("summarize", "s1", R"({"reason":"threshold"})", 100);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_TRUE(a->created);
   EXPECT_EQ(a->job.state, "queued");
   EXPECT_EQ(a->job.payload_json, R"({"reason":"threshold"})");
-  auto again = db_->EnqueueJob("summarize", "s1", "{}", 101);
+  auto again = db_->jobs.Enqueue("summarize", "s1", "{}", 101);
   ASSERT_TRUE(again.ok());
   EXPECT_FALSE(again->created);
   EXPECT_EQ(again->job.id, a->job.id);
-  EXPECT_TRUE(db_->EnqueueJob("summarize", "s2", "{}", 102)->created);
-  EXPECT_TRUE(db_->EnqueueJob("condense", "s1", "{}", 103)->created);
+  EXPECT_TRUE(db_->jobs.Enqueue("summarize", "s2", "{}", 102)->created);
+  EXPECT_TRUE(db_->jobs.Enqueue("condense", "s1", "{}", 103)->created);
 
   Job running = Claim(200);
   EXPECT_EQ(running.id, a->job.id);
-  EXPECT_FALSE(db_->EnqueueJob("summarize", "s1", "{}", 201)->created);  // running counts as active
-  ASSERT_TRUE(db_->CompleteJob(running.id, 300).ok());
-  auto fresh = db_->EnqueueJob("summarize", "s1", "{}", 301);  // done: a new one may be queued
+  EXPECT_FALSE(db_->jobs.Enqueue("summarize", "s1", "{}", 201)->created);  // running counts as active
+  ASSERT_TRUE(db_->jobs.Complete(running.id, 300).ok());
+  auto fresh = db_->jobs.Enqueue("summarize", "s1", "{}", 301);  // done: a new one may be queued
   EXPECT_TRUE(fresh->created);
   EXPECT_NE(fresh->job.id, a->job.id);
-  EXPECT_EQ(db_->ListJobs({}, "queued")->size(), 3u);
-  EXPECT_EQ(db_->ListJobs({}, "done")->size(), 1u);
-  EXPECT_EQ(db_->ListJobs({})->size(), 4u);
+  EXPECT_EQ(db_->jobs.List({}, "queued")->size(), 3u);
+  EXPECT_EQ(db_->jobs.List({}, "done")->size(), 1u);
+  EXPECT_EQ(db_->jobs.List({})->size(), 4u);
 }
 
 TEST_F(JobsTest, ClaimTakesTheDueJobsInOrderWithALease) {
-  auto first = db_->EnqueueJob("summarize", "a", "{}", 10);
-  auto second = db_->EnqueueJob("summarize", "b", "{}", 20);
+  auto first = db_->jobs.Enqueue("summarize", "a", "{}", 10);
+  auto second = db_->jobs.Enqueue("summarize", "b", "{}", 20);
   EXPECT_TRUE(NothingDue(5));  // not yet due
   Job j = Claim(100, 5000);
   EXPECT_EQ(j.id, first->job.id);
@@ -72,24 +72,24 @@ TEST_F(JobsTest, ClaimTakesTheDueJobsInOrderWithALease) {
 }
 
 TEST_F(JobsTest, CompleteOnlyARunningJob) {
-  auto q = db_->EnqueueJob("summarize", "a", "{}", 10);
-  EXPECT_EQ(db_->CompleteJob(q->job.id, 11).code(), StatusCode::kConflict);
-  EXPECT_EQ(db_->CompleteJob(999, 11).code(), StatusCode::kNotFound);
+  auto q = db_->jobs.Enqueue("summarize", "a", "{}", 10);
+  EXPECT_EQ(db_->jobs.Complete(q->job.id, 11).code(), StatusCode::kConflict);
+  EXPECT_EQ(db_->jobs.Complete(999, 11).code(), StatusCode::kNotFound);
   Job j = Claim(20);
-  ASSERT_TRUE(db_->CompleteJob(j.id, 30).ok());
-  auto done = db_->GetJob(j.id);
+  ASSERT_TRUE(db_->jobs.Complete(j.id, 30).ok());
+  auto done = db_->jobs.Get(j.id);
   EXPECT_EQ(done->state, "done");
   EXPECT_EQ(done->updated_at_ms, 30);
-  EXPECT_EQ(db_->CompleteJob(j.id, 31).code(), StatusCode::kConflict);
+  EXPECT_EQ(db_->jobs.Complete(j.id, 31).code(), StatusCode::kConflict);
 }
 
 TEST_F(JobsTest, FailRetriesWithExponentialBackoffThenGivesUp) {
   RetryPolicy policy;
   policy.max_attempts = 3;
   policy.base_delay_ms = 1000;
-  auto q = db_->EnqueueJob("summarize", "a", "{}", 0);
+  auto q = db_->jobs.Enqueue("summarize", "a", "{}", 0);
   Job j = Claim(0);
-  auto f1 = db_->FailJob(j.id, "provider timeout", 100, policy);
+  auto f1 = db_->jobs.Fail(j.id, "provider timeout", 100, policy);
   ASSERT_TRUE(f1.ok()) << f1.status().ToString();
   EXPECT_EQ(f1->state, "queued");
   EXPECT_EQ(f1->next_run_at_ms, 1100);  // base delay
@@ -97,18 +97,18 @@ TEST_F(JobsTest, FailRetriesWithExponentialBackoffThenGivesUp) {
   EXPECT_TRUE(NothingDue(1099));
   j = Claim(1100);
   EXPECT_EQ(j.attempts, 2);
-  auto f2 = db_->FailJob(j.id, "429", 1200, policy);
+  auto f2 = db_->jobs.Fail(j.id, "429", 1200, policy);
   EXPECT_EQ(f2->next_run_at_ms, 3200);  // doubled
   EXPECT_TRUE(NothingDue(3199));
   j = Claim(3200);
   EXPECT_EQ(j.attempts, 3);
-  auto f3 = db_->FailJob(j.id, "still 429", 3300, policy);
+  auto f3 = db_->jobs.Fail(j.id, "still 429", 3300, policy);
   EXPECT_EQ(f3->state, "failed");
   EXPECT_EQ(f3->last_error, "still 429");
   EXPECT_TRUE(NothingDue(1000000));
-  EXPECT_EQ(db_->FailJob(j.id, "again", 3400, policy).status().code(), StatusCode::kConflict);
+  EXPECT_EQ(db_->jobs.Fail(j.id, "again", 3400, policy).status().code(), StatusCode::kConflict);
   // A failed job no longer blocks a new one for the same session and kind.
-  EXPECT_TRUE(db_->EnqueueJob("summarize", "a", "{}", 4000)->created);
+  EXPECT_TRUE(db_->jobs.Enqueue("summarize", "a", "{}", 4000)->created);
 }
 
 TEST_F(JobsTest, BackoffIsCapped) {
@@ -116,12 +116,12 @@ TEST_F(JobsTest, BackoffIsCapped) {
   policy.max_attempts = 100;
   policy.base_delay_ms = 1000;
   policy.max_delay_ms = 5000;
-  ASSERT_TRUE(db_->EnqueueJob("k", "a", "{}", 0).ok());
+  ASSERT_TRUE(db_->jobs.Enqueue("k", "a", "{}", 0).ok());
   int64_t now = 0;
   int64_t last_delay = 0;
   for (int i = 0; i < 6; ++i) {
     Job j = Claim(now);
-    auto f = db_->FailJob(j.id, "x", now, policy);
+    auto f = db_->jobs.Fail(j.id, "x", now, policy);
     last_delay = f->next_run_at_ms - now;
     now = f->next_run_at_ms;
   }
@@ -129,27 +129,27 @@ TEST_F(JobsTest, BackoffIsCapped) {
 }
 
 TEST_F(JobsTest, ExpiredLeasesAreRequeuedAndSurviveRestart) {
-  auto q = db_->EnqueueJob("summarize", "a", "{}", 0);
+  auto q = db_->jobs.Enqueue("summarize", "a", "{}", 0);
   Job j = Claim(100, 1000);  // lease until 1100; the worker then "crashes"
   EXPECT_TRUE(NothingDue(1000));  // still leased
   db_.reset();
   db_ = OpenDbOrDie(path_);  // restart
-  auto requeued = db_->RequeueExpiredJobs(1101);
+  auto requeued = db_->jobs.RequeueExpired(1101);
   ASSERT_TRUE(requeued.ok());
   EXPECT_EQ(*requeued, 1);
-  auto job = db_->GetJob(j.id);
+  auto job = db_->jobs.Get(j.id);
   EXPECT_EQ(job->state, "queued");
   EXPECT_EQ(job->last_error, "lease expired");
   Job again = Claim(1102);
   EXPECT_EQ(again.id, j.id);
   EXPECT_EQ(again.attempts, 2);
   // Once completed, a late completion from the crashed worker conflicts.
-  ASSERT_TRUE(db_->CompleteJob(again.id, 1200).ok());
-  EXPECT_EQ(db_->CompleteJob(again.id, 1201).code(), StatusCode::kConflict);
+  ASSERT_TRUE(db_->jobs.Complete(again.id, 1200).ok());
+  EXPECT_EQ(db_->jobs.Complete(again.id, 1201).code(), StatusCode::kConflict);
 }
 
 TEST_F(JobsTest, ClaimReclaimsAnExpiredLeaseDirectly) {
-  auto q = db_->EnqueueJob("summarize", "a", "{}", 0);
+  auto q = db_->jobs.Enqueue("summarize", "a", "{}", 0);
   Job j = Claim(0, 500);
   EXPECT_TRUE(NothingDue(499));
   Job again = Claim(501, 500);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "storage/search.h"
 #include "storage_test_util.h"
 #include "test_util.h"
 
@@ -69,12 +70,12 @@ class MissyImportTest : public ::testing::Test {
   }
   TempDir dir_;
   std::string missy_path_;
-  std::unique_ptr<Database> db_;
+  testing::TestDb db_;
 };
 
 TEST_F(MissyImportTest, ImportsEverythingOnceAndLeavesTheSourceAlone) {
   const std::string before = ReadFileOrDie(missy_path_);
-  auto report = db_->ImportMissy(missy_path_, nullptr, 1);
+  auto report = ImportMissy(*db_.db, missy_path_, nullptr, 1);
   ASSERT_TRUE(report.ok()) << report.status().ToString();
   EXPECT_EQ(report->sessions, 2);
   EXPECT_EQ(report->messages, 7);
@@ -83,7 +84,7 @@ TEST_F(MissyImportTest, ImportsEverythingOnceAndLeavesTheSourceAlone) {
   EXPECT_EQ(report->skipped, 0);
   EXPECT_EQ(ReadFileOrDie(missy_path_), before);
 
-  auto s1 = db_->GetSession("s1");
+  auto s1 = db_->sessions.Get("s1");
   ASSERT_TRUE(s1.ok());
   EXPECT_EQ(s1->message_count, 5);
   EXPECT_EQ(s1->last_seq, 5);
@@ -92,7 +93,7 @@ TEST_F(MissyImportTest, ImportsEverythingOnceAndLeavesTheSourceAlone) {
   EXPECT_NE(s1->metadata_json.find(R"("imported_from":"missy")"), std::string::npos) << s1->metadata_json;
   EXPECT_NE(s1->metadata_json.find(R"("channel":"cli")"), std::string::npos);
 
-  auto msgs = db_->LoadMessages("s1");
+  auto msgs = db_->messages.Load("s1");
   ASSERT_EQ(msgs->size(), 5u);
   EXPECT_EQ((*msgs)[0].message.role, Role::kUser);
   EXPECT_EQ((*msgs)[0].message.text, "rename Foo to Bar");
@@ -100,9 +101,9 @@ TEST_F(MissyImportTest, ImportsEverythingOnceAndLeavesTheSourceAlone) {
   EXPECT_EQ((*msgs)[3].message.role, Role::kAssistant);
   EXPECT_EQ((*msgs)[3].message.text, "all 42 tests pass");
   EXPECT_GT((*msgs)[0].tokens, 0);
-  EXPECT_EQ(db_->LoadMessages("s2")->size(), 2u);
+  EXPECT_EQ(db_->messages.Load("s2")->size(), 2u);
 
-  auto top = db_->ListSummaries("s1", true);
+  auto top = db_->summaries.List("s1", true);
   ASSERT_EQ(top->size(), 1u);
   const SummaryRecord& root = top->front();
   EXPECT_EQ(root.id, "sum_cccccccccccccccc");
@@ -112,7 +113,7 @@ TEST_F(MissyImportTest, ImportsEverythingOnceAndLeavesTheSourceAlone) {
   EXPECT_EQ(root.descendant_count, 4);
   EXPECT_EQ(root.child_ids, (std::vector<std::string>{"sum_aaaaaaaaaaaaaaaa", "sum_bbbbbbbbbbbbbbbb"}));
   EXPECT_NE(root.artifacts_json.find("src/foo.py"), std::string::npos);
-  auto children = db_->SummaryChildren(root.id);
+  auto children = db_->summaries.Children(root.id);
   ASSERT_EQ(children->size(), 2u);
   EXPECT_EQ((*children)[0].first_seq, 1);
   EXPECT_EQ((*children)[0].last_seq, 2);
@@ -123,61 +124,61 @@ TEST_F(MissyImportTest, ImportsEverythingOnceAndLeavesTheSourceAlone) {
                      "AND summary_id IS NOT NULL"),
             "1=sum_aaaaaaaaaaaaaaaa,2=sum_aaaaaaaaaaaaaaaa,3=sum_bbbbbbbbbbbbbbbb,4=sum_bbbbbbbbbbbbbbbb");
 
-  auto learnings = db_->ListLearnings({});
+  auto learnings = db_->memory.ListLearnings({});
   ASSERT_EQ(learnings->size(), 2u);
   EXPECT_EQ((*learnings)[1].lesson, "grep before renaming");
   EXPECT_EQ((*learnings)[1].approach, (std::vector<std::string>{"grep", "sed", "pytest"}));
 
   SearchOptions o;
   o.query = "renaming";
-  EXPECT_EQ(db_->Search(o)->size(), 0u);  // learnings are not in the search index
+  EXPECT_EQ(Search(*db_.db, o)->size(), 0u);  // learnings are not in the search index
   o.query = "tested";
-  ASSERT_EQ(db_->Search(o)->size(), 1u);  // summaries are
+  ASSERT_EQ(Search(*db_.db, o)->size(), 1u);  // summaries are
 
   // Second import: nothing new.
-  auto again = db_->ImportMissy(missy_path_, nullptr, 2);
+  auto again = ImportMissy(*db_.db, missy_path_, nullptr, 2);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->sessions, 0);
   EXPECT_EQ(again->messages, 0);
   EXPECT_EQ(again->summaries, 0);
   EXPECT_EQ(again->learnings, 0);
   EXPECT_EQ(again->skipped, 14);
-  EXPECT_EQ(db_->LoadMessages("s1")->size(), 5u);
-  EXPECT_EQ(db_->ListSummaries("s1")->size(), 3u);
-  EXPECT_EQ(db_->ListLearnings({})->size(), 2u);
+  EXPECT_EQ(db_->messages.Load("s1")->size(), 5u);
+  EXPECT_EQ(db_->summaries.List("s1")->size(), 3u);
+  EXPECT_EQ(db_->memory.ListLearnings({})->size(), 2u);
 }
 
 TEST_F(MissyImportTest, NewTurnsInMissyAreAppendedOnReimport) {
-  ASSERT_TRUE(db_->ImportMissy(missy_path_, nullptr, 1).ok());
+  ASSERT_TRUE(ImportMissy(*db_.db, missy_path_, nullptr, 1).ok());
   RawExec(missy_path_,
           "INSERT INTO turns VALUES ('t6', 's1', '2025-03-01T10:04:00+00:00', 'assistant', 'committed', "
           "'anthropic', '{}')");
-  auto r = db_->ImportMissy(missy_path_, nullptr, 2);
+  auto r = ImportMissy(*db_.db, missy_path_, nullptr, 2);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->messages, 1);
-  auto msgs = db_->LoadMessages("s1");
+  auto msgs = db_->messages.Load("s1");
   ASSERT_EQ(msgs->size(), 6u);
   EXPECT_EQ(msgs->back().seq, 6);
   EXPECT_EQ(msgs->back().message.text, "committed");
-  EXPECT_EQ(db_->GetSession("s1")->message_count, 6);
+  EXPECT_EQ(db_->sessions.Get("s1")->message_count, 6);
 }
 
 TEST_F(MissyImportTest, ASessionIdAlreadyInUseGetsAPrefixedId) {
-  ASSERT_TRUE(db_->CreateSession(SimpleSession("s1")).ok());
-  auto r = db_->ImportMissy(missy_path_, nullptr, 1);
+  ASSERT_TRUE(db_->sessions.Create(SimpleSession("s1")).ok());
+  auto r = ImportMissy(*db_.db, missy_path_, nullptr, 1);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(db_->GetSession("s1")->message_count, 0);  // ours is untouched
-  EXPECT_EQ(db_->LoadMessages("missy-s1")->size(), 5u);
-  EXPECT_EQ(db_->ListSummaries("missy-s1")->size(), 3u);
+  EXPECT_EQ(db_->sessions.Get("s1")->message_count, 0);  // ours is untouched
+  EXPECT_EQ(db_->messages.Load("missy-s1")->size(), 5u);
+  EXPECT_EQ(db_->summaries.List("missy-s1")->size(), 3u);
 }
 
 TEST_F(MissyImportTest, RefusesWhatIsNotAMissyDatabase) {
   RawExec(dir_.Join("other.db"), "CREATE TABLE x (a);");
-  auto r = db_->ImportMissy(dir_.Join("other.db"));
+  auto r = ImportMissy(*db_.db, dir_.Join("other.db"));
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  auto missing = db_->ImportMissy(dir_.Join("absent.db"));
+  auto missing = ImportMissy(*db_.db, dir_.Join("absent.db"));
   EXPECT_FALSE(missing.ok());
-  EXPECT_EQ(db_->ListSessions({})->size(), 0u);
+  EXPECT_EQ(db_->sessions.List({})->size(), 0u);
 }
 
 TEST(ParseIsoTimestampMsTest, Forms) {

@@ -2,8 +2,9 @@
 #include <gtest/gtest.h>
 
 #include "storage/database.h"
+#include "storage/search.h"
 #include "storage/schema.h"
-#include "storage/sqlite_util.h"
+#include "storage/sqlite.h"
 #include "storage_test_util.h"
 #include "test_util.h"
 
@@ -21,10 +22,10 @@ class RecordsTest : public ::testing::Test {
     path_ = dir_.Join("m.db");
     db_ = OpenDbOrDie(path_);
     ASSERT_TRUE(db_);
-    ASSERT_TRUE(db_->CreateSession(SimpleSession("s")).ok());
+    ASSERT_TRUE(db_->sessions.Create(SimpleSession("s")).ok());
     std::vector<NewMessage> batch;
     for (int i = 1; i <= 12; ++i) batch.push_back(NewMessage{Message::User("message " + std::to_string(i)), 10, 0});
-    ASSERT_TRUE(db_->AppendMessages("s", batch, 100).ok());
+    ASSERT_TRUE(db_->messages.Append("s", std::move(batch), 100).ok());
   }
 
   SummaryRecord Leaf(int64_t first, int64_t last, std::string text) {
@@ -45,24 +46,24 @@ class RecordsTest : public ::testing::Test {
 
   TempDir dir_;
   std::string path_;
-  std::unique_ptr<Database> db_;
+  testing::TestDb db_;
 };
 
 TEST_F(RecordsTest, LeafSummaryMarksItsMessagesCovered) {
-  auto leaf = db_->InsertSummary(Leaf(1, 4, "first four"));
+  auto leaf = db_->summaries.Insert(Leaf(1, 4, "first four"));
   ASSERT_TRUE(leaf.ok()) << leaf.status().ToString();
   EXPECT_EQ(leaf->id.substr(0, 4), "sum_");
   EXPECT_EQ(leaf->id.size(), 20u);
   EXPECT_EQ(RawQuery(path_, "SELECT count(*) FROM messages WHERE summary_id = '" + leaf->id + "'"), "4");
   EXPECT_EQ(RawQuery(path_, "SELECT min(seq) || '-' || max(seq) FROM messages WHERE summary_id IS NOT NULL"), "1-4");
-  auto got = db_->GetSummary(leaf->id);
+  auto got = db_->summaries.Get(leaf->id);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->content, "first four");
   EXPECT_EQ(got->artifacts_json, R"({"files":["src/a.cpp"],"commands":["make"],"errors":[]})");
   EXPECT_EQ(got->descendant_count, 4);
   EXPECT_EQ(got->start_ms, 10);
   EXPECT_EQ(got->end_ms, 40);
-  auto covered = db_->SummaryMessages(leaf->id);
+  auto covered = db_->summaries.Messages(leaf->id);
   ASSERT_TRUE(covered.ok());
   ASSERT_EQ(covered->size(), 4u);
   EXPECT_EQ(covered->front().message.text, "message 1");
@@ -75,7 +76,7 @@ TEST_F(RecordsTest, LeafSummaryMarksItsMessagesCovered) {
 TEST_F(RecordsTest, CondensingSetsParentsAndHidesChildren) {
   std::vector<std::string> leaves;
   for (int i = 0; i < 4; ++i) {
-    auto l = db_->InsertSummary(Leaf(i * 3 + 1, i * 3 + 3, "leaf " + std::to_string(i)));
+    auto l = db_->summaries.Insert(Leaf(i * 3 + 1, i * 3 + 3, "leaf " + std::to_string(i)));
     ASSERT_TRUE(l.ok());
     leaves.push_back(l->id);
   }
@@ -87,51 +88,51 @@ TEST_F(RecordsTest, CondensingSetsParentsAndHidesChildren) {
   parent.last_seq = 12;
   parent.child_ids = leaves;
   parent.descendant_count = 12;
-  auto p = db_->InsertSummary(parent);
+  auto p = db_->summaries.Insert(parent);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
-  auto all = db_->ListSummaries("s");
+  auto all = db_->summaries.List("s");
   ASSERT_EQ(all->size(), 5u);
-  auto top = db_->ListSummaries("s", true);
+  auto top = db_->summaries.List("s", true);
   ASSERT_EQ(top->size(), 1u);
   EXPECT_EQ(top->front().id, p->id);
   EXPECT_EQ(top->front().child_ids, leaves);
-  auto children = db_->SummaryChildren(p->id);
+  auto children = db_->summaries.Children(p->id);
   ASSERT_EQ(children->size(), 4u);
   EXPECT_EQ((*children)[0].id, leaves[0]);
   EXPECT_EQ((*children)[0].parent_id, p->id);
-  EXPECT_TRUE(db_->SummaryChildren(leaves[0])->empty());
+  EXPECT_TRUE(db_->summaries.Children(leaves[0])->empty());
   // A child can be condensed only once, and must exist.
   SummaryRecord twice = parent;
   twice.id = "";
   twice.child_ids = {leaves[0]};
-  EXPECT_EQ(db_->InsertSummary(twice).status().code(), StatusCode::kConflict);
+  EXPECT_EQ(db_->summaries.Insert(twice).status().code(), StatusCode::kConflict);
   twice.child_ids = {"sum_nope"};
-  EXPECT_EQ(db_->InsertSummary(twice).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(db_->ListSummaries("s")->size(), 5u);  // neither failure left a row
+  EXPECT_EQ(db_->summaries.Insert(twice).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(db_->summaries.List("s")->size(), 5u);  // neither failure left a row
 }
 
 TEST_F(RecordsTest, SummaryErrors) {
   SummaryRecord bad = Leaf(1, 2, "x");
   bad.session_id = "ghost";
-  EXPECT_EQ(db_->InsertSummary(bad).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(db_->InsertSummary(Leaf(5, 2, "x")).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(db_->summaries.Insert(bad).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(db_->summaries.Insert(Leaf(5, 2, "x")).status().code(), StatusCode::kInvalidArgument);
   SummaryRecord named = Leaf(1, 2, "x");
   named.id = "sum_fixed";
-  ASSERT_TRUE(db_->InsertSummary(named).ok());
-  EXPECT_EQ(db_->InsertSummary(named).status().code(), StatusCode::kAlreadyExists);
-  EXPECT_EQ(db_->GetSummary("sum_none").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(db_->ListSummaries("ghost").status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(db_->summaries.Insert(named).ok());
+  EXPECT_EQ(db_->summaries.Insert(named).status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(db_->summaries.Get("sum_none").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(db_->summaries.List("ghost").status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(RecordsTest, PrunedFlagIsStickyAndAddsToExistingFlags) {
-  ASSERT_TRUE(db_->AddMessageFlags("s", {2, 3}, kFlagPruned).ok());
-  ASSERT_TRUE(db_->AddMessageFlags("s", {3}, kFlagOrphanResult).ok());
-  auto msgs = db_->LoadMessages("s");
+  ASSERT_TRUE(db_->messages.AddFlags("s", {2, 3}, kFlagPruned).ok());
+  ASSERT_TRUE(db_->messages.AddFlags("s", {3}, kFlagOrphanResult).ok());
+  auto msgs = db_->messages.Load("s");
   EXPECT_EQ((*msgs)[0].flags, kFlagNone);
   EXPECT_EQ((*msgs)[1].flags, kFlagPruned);
   EXPECT_EQ((*msgs)[2].flags, kFlagPruned | kFlagOrphanResult);
   EXPECT_EQ((*msgs)[2].message.text, "message 3");  // the original stays retrievable
-  EXPECT_EQ(db_->AddMessageFlags("ghost", {1}, kFlagPruned).code(), StatusCode::kNotFound);
+  EXPECT_EQ(db_->messages.AddFlags("ghost", {1}, kFlagPruned).code(), StatusCode::kNotFound);
 }
 
 TEST_F(RecordsTest, MemoryItemsCrud) {
@@ -140,7 +141,7 @@ TEST_F(RecordsTest, MemoryItemsCrud) {
   m.tags = {"deploy", "howto"};
   m.pinned = true;
   m.created_at_ms = 10;
-  auto a = db_->AddMemoryItem(m);
+  auto a = db_->memory.Add(m);
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->id.substr(0, 4), "mem_");
   MemoryItem scoped;
@@ -148,25 +149,25 @@ TEST_F(RecordsTest, MemoryItemsCrud) {
   scoped.text = "session s uses python 3.11";
   scoped.session_id = "s";
   scoped.created_at_ms = 20;
-  ASSERT_TRUE(db_->AddMemoryItem(scoped).ok());
-  EXPECT_EQ(db_->AddMemoryItem(scoped).status().code(), StatusCode::kAlreadyExists);
+  ASSERT_TRUE(db_->memory.Add(scoped).ok());
+  EXPECT_EQ(db_->memory.Add(scoped).status().code(), StatusCode::kAlreadyExists);
   MemoryItem other = scoped;
   other.id = "mem_other";
   other.session_id = "t";
   other.created_at_ms = 30;
-  ASSERT_TRUE(db_->AddMemoryItem(other).ok());
-  EXPECT_EQ(db_->AddMemoryItem(MemoryItem{}).status().code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(db_->memory.Add(other).ok());
+  EXPECT_EQ(db_->memory.Add(MemoryItem{}).status().code(), StatusCode::kInvalidArgument);
 
-  auto got = db_->GetMemoryItem(a->id);
+  auto got = db_->memory.Get(a->id);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->tags, (std::vector<std::string>{"deploy", "howto"}));
   EXPECT_TRUE(got->pinned);
   EXPECT_TRUE(got->session_id.empty());
 
-  auto all = db_->ListMemoryItems({});
+  auto all = db_->memory.List({});
   ASSERT_EQ(all->size(), 3u);
   EXPECT_EQ((*all)[0].id, "mem_other");  // newest first
-  auto for_s = db_->ListMemoryItems({}, "s");
+  auto for_s = db_->memory.List({}, "s");
   ASSERT_EQ(for_s->size(), 2u);  // its own and the global one
   EXPECT_EQ((*for_s)[0].id, "mem_scoped");
   EXPECT_EQ((*for_s)[1].id, a->id);
@@ -174,12 +175,12 @@ TEST_F(RecordsTest, MemoryItemsCrud) {
   MemoryItem edit = *got;
   edit.pinned = false;
   edit.tags = {"deploy"};
-  ASSERT_TRUE(db_->UpdateMemoryItem(edit).ok());
-  EXPECT_FALSE(db_->GetMemoryItem(a->id)->pinned);
+  ASSERT_TRUE(db_->memory.Update(edit).ok());
+  EXPECT_FALSE(db_->memory.Get(a->id)->pinned);
   edit.id = "mem_missing";
-  EXPECT_EQ(db_->UpdateMemoryItem(edit).code(), StatusCode::kNotFound);
-  ASSERT_TRUE(db_->DeleteMemoryItem(a->id).ok());
-  EXPECT_EQ(db_->GetMemoryItem(a->id).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(db_->memory.Update(edit).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(db_->memory.Delete(a->id).ok());
+  EXPECT_EQ(db_->memory.Get(a->id).status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(RecordsTest, LearningsNewestFirstAndFiltered) {
@@ -190,59 +191,59 @@ TEST_F(RecordsTest, LearningsNewestFirstAndFiltered) {
     l.lesson = "lesson " + std::to_string(i);
     l.approach = {"step a", "step b"};
     l.created_at_ms = 100 + i;
-    ASSERT_TRUE(db_->AddLearning(l).ok());
+    ASSERT_TRUE(db_->memory.AddLearning(l).ok());
   }
-  EXPECT_EQ(db_->AddLearning(LearningRecord{}).status().code(), StatusCode::kInvalidArgument);
-  auto all = db_->ListLearnings({});
+  EXPECT_EQ(db_->memory.AddLearning(LearningRecord{}).status().code(), StatusCode::kInvalidArgument);
+  auto all = db_->memory.ListLearnings({});
   ASSERT_EQ(all->size(), 3u);
   EXPECT_EQ((*all)[0].lesson, "lesson 2");
   EXPECT_EQ((*all)[0].approach, (std::vector<std::string>{"step a", "step b"}));
-  auto deploy = db_->ListLearnings({}, "deploy");
+  auto deploy = db_->memory.ListLearnings({}, "deploy");
   ASSERT_EQ(deploy->size(), 2u);
   EXPECT_EQ((*deploy)[1].lesson, "lesson 0");
   Learning core = ToLearning((*all)[0]);
   EXPECT_EQ(core.lesson, "lesson 2");
   EXPECT_EQ(core.created_at_ms, 102);
-  ASSERT_TRUE(db_->DeleteLearning((*all)[0].id).ok());
-  EXPECT_EQ(db_->DeleteLearning((*all)[0].id).code(), StatusCode::kNotFound);
-  EXPECT_EQ(db_->ListLearnings(ListOptions{1, 0})->size(), 1u);
+  ASSERT_TRUE(db_->memory.DeleteLearning((*all)[0].id).ok());
+  EXPECT_EQ(db_->memory.DeleteLearning((*all)[0].id).code(), StatusCode::kNotFound);
+  EXPECT_EQ(db_->memory.ListLearnings(ListOptions{1, 0})->size(), 1u);
 }
 
 TEST_F(RecordsTest, CalibrationPerModel) {
-  EXPECT_EQ(db_->GetCalibration("claude").status().code(), StatusCode::kNotFound);
-  ASSERT_TRUE(db_->PutCalibration(Calibration{"claude", 1.18, 3, 50}).ok());
-  ASSERT_TRUE(db_->PutCalibration(Calibration{"gpt-4o", 0.97, 1, 60}).ok());
-  ASSERT_TRUE(db_->PutCalibration(Calibration{"claude", 1.21, 4, 70}).ok());
-  auto c = db_->GetCalibration("claude");
+  EXPECT_EQ(db_->calibration.Get("claude").status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(db_->calibration.Put(Calibration{"claude", 1.18, 3, 50}).ok());
+  ASSERT_TRUE(db_->calibration.Put(Calibration{"gpt-4o", 0.97, 1, 60}).ok());
+  ASSERT_TRUE(db_->calibration.Put(Calibration{"claude", 1.21, 4, 70}).ok());
+  auto c = db_->calibration.Get("claude");
   ASSERT_TRUE(c.ok());
   EXPECT_DOUBLE_EQ(c->ratio, 1.21);
   EXPECT_EQ(c->samples, 4);
   EXPECT_EQ(c->updated_at_ms, 70);
-  auto all = db_->ListCalibrations();
+  auto all = db_->calibration.List();
   ASSERT_EQ(all->size(), 2u);
   EXPECT_EQ((*all)[1].model, "gpt-4o");
-  EXPECT_EQ(db_->PutCalibration(Calibration{}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(db_->calibration.Put(Calibration{}).code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(RecordsTest, ReadOnlyDatabaseServesEveryReadAndRefusesEveryWrite) {
   MemoryItem m;
   m.text = "readable memory";
-  ASSERT_TRUE(db_->AddMemoryItem(m).ok());
+  ASSERT_TRUE(db_->memory.Add(m).ok());
   db_.reset();
   DatabaseOptions ro;
   ro.read_only = true;
   db_ = OpenDbOrDie(path_, ro);
   ASSERT_TRUE(db_);
-  EXPECT_EQ(db_->LoadMessages("s")->size(), 12u);
+  EXPECT_EQ(db_->messages.Load("s")->size(), 12u);
   SearchOptions o;
   o.query = "readable";
-  EXPECT_EQ(db_->Search(o)->size(), 1u);
-  EXPECT_EQ(db_->ListMemoryItems({})->size(), 1u);
-  EXPECT_TRUE(db_->VerifyAuditChain()->ok);
-  EXPECT_EQ(db_->AddMemoryItem(m).status().code(), StatusCode::kUnavailable);
-  EXPECT_EQ(db_->EnqueueJob("k", "s", "{}", 1).status().code(), StatusCode::kUnavailable);
-  EXPECT_EQ(db_->InsertSummary(Leaf(1, 2, "x")).status().code(), StatusCode::kUnavailable);
-  EXPECT_EQ(db_->PutCalibration(Calibration{"m", 1, 1, 1}).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(Search(*db_.db, o)->size(), 1u);
+  EXPECT_EQ(db_->memory.List({})->size(), 1u);
+  EXPECT_TRUE(db_->audit.Verify()->ok);
+  EXPECT_EQ(db_->memory.Add(m).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(db_->jobs.Enqueue("k", "s", "{}", 1).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(db_->summaries.Insert(Leaf(1, 2, "x")).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(db_->calibration.Put(Calibration{"m", 1, 1, 1}).code(), StatusCode::kUnavailable);
 }
 
 }  // namespace

@@ -7,9 +7,10 @@
 #include <thread>
 
 #include "storage/database.h"
+#include "storage/search.h"
 #include "storage/fts_query.h"
 #include "storage/schema.h"
-#include "storage/sqlite_util.h"
+#include "storage/sqlite.h"
 #include "storage_test_util.h"
 #include "test_util.h"
 
@@ -72,14 +73,14 @@ class SearchTest : public ::testing::Test {
     path_ = dir_.Join("m.db");
     db_ = OpenDbOrDie(path_);
     ASSERT_TRUE(db_);
-    ASSERT_TRUE(db_->CreateSession(SimpleSession("alpha")).ok());
-    ASSERT_TRUE(db_->CreateSession(SimpleSession("beta")).ok());
-    ASSERT_TRUE(db_->AppendMessages("alpha",
+    ASSERT_TRUE(db_->sessions.Create(SimpleSession("alpha")).ok());
+    ASSERT_TRUE(db_->sessions.Create(SimpleSession("beta")).ok());
+    ASSERT_TRUE(db_->messages.Append("alpha",
                                     {NewMessage{Message::User("the deploy script failed on staging"), 8, 0},
                                      NewMessage{Message::Assistant("I will check the nginx config"), 8, 0}},
                                     10)
                     .ok());
-    ASSERT_TRUE(db_->AppendMessages("beta",
+    ASSERT_TRUE(db_->messages.Append("beta",
                                     {NewMessage{Message::User("rotate the postgres password"), 6, 0},
                                      NewMessage{Message::ToolResult("c1", "nginx: configuration file test is successful"), 9, 0}},
                                     11)
@@ -88,25 +89,25 @@ class SearchTest : public ::testing::Test {
     global.text = "The production database is postgres 15 on db1";
     global.tags = {"infra", "database"};
     global.created_at_ms = 5;
-    auto added = db_->AddMemoryItem(global);
+    auto added = db_->memory.Add(global);
     ASSERT_TRUE(added.ok()) << added.status().ToString();
     global_id_ = added->id;
     MemoryItem scoped;
     scoped.text = "alpha prefers nginx over apache";
     scoped.session_id = "alpha";
-    ASSERT_TRUE(db_->AddMemoryItem(scoped).ok());
+    ASSERT_TRUE(db_->memory.Add(scoped).ok());
     SummaryRecord sum;
     sum.session_id = "beta";
     sum.content = "Rotated credentials; postgres password changed; nginx reloaded";
     sum.first_seq = 1;
     sum.last_seq = 2;
-    auto s = db_->InsertSummary(sum);
+    auto s = db_->summaries.Insert(sum);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     summary_id_ = s->id;
   }
 
   std::vector<MemoryHit> SearchOk(SearchOptions o) {
-    auto r = db_->Search(o);
+    auto r = Search(*db_.db, o);
     EXPECT_TRUE(r.ok()) << r.status().ToString() << " for query: " << o.query;
     return r.ok() ? *r : std::vector<MemoryHit>{};
   }
@@ -120,7 +121,7 @@ class SearchTest : public ::testing::Test {
 
   TempDir dir_;
   std::string path_;
-  std::unique_ptr<Database> db_;
+  testing::TestDb db_;
   std::string global_id_;
   std::string summary_id_;
 };
@@ -177,7 +178,7 @@ TEST_F(SearchTest, AllWordsFirstThenAnyWord) {
 }
 
 TEST_F(SearchTest, SnippetsAreBounded) {
-  ASSERT_TRUE(db_->AppendMessages("alpha", {NewMessage{Message::User(
+  ASSERT_TRUE(db_->messages.Append("alpha", {NewMessage{Message::User(
                                                            std::string("lorem ipsum ") + std::string(200, ' ') +
                                                            "one two three four five six seven eight nine ten "
                                                            "eleven twelve thirteen kubernetes fourteen fifteen "
@@ -234,7 +235,7 @@ TEST_F(SearchTest, HostileInputNeverFails) {
     SCOPED_TRACE(::testing::PrintToString(q.substr(0, 40)));
     SearchOptions o;
     o.query = q;
-    auto r = db_->Search(o);
+    auto r = Search(*db_.db, o);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_LE(r->size(), 10u);
   }
@@ -253,7 +254,7 @@ TEST_F(SearchTest, IndexFollowsInsertUpdateDelete) {
   MemoryItem item;
   item.text = "the kangaroo lives in the garden";
   item.tags = {"animals"};
-  auto added = db_->AddMemoryItem(item);
+  auto added = db_->memory.Add(item);
   ASSERT_TRUE(added.ok());
   ASSERT_EQ(SearchOk(o).size(), 1u);
   o.query = "animals";  // tags are indexed too
@@ -262,7 +263,7 @@ TEST_F(SearchTest, IndexFollowsInsertUpdateDelete) {
   MemoryItem updated = *added;
   updated.text = "the wombat lives in the garden";
   updated.tags = {};
-  ASSERT_TRUE(db_->UpdateMemoryItem(updated).ok());
+  ASSERT_TRUE(db_->memory.Update(updated).ok());
   o.query = "kangaroo";
   EXPECT_TRUE(SearchOk(o).empty());
   o.query = "animals";
@@ -270,9 +271,9 @@ TEST_F(SearchTest, IndexFollowsInsertUpdateDelete) {
   o.query = "wombat";
   ASSERT_EQ(SearchOk(o).size(), 1u);
 
-  ASSERT_TRUE(db_->DeleteMemoryItem(added->id).ok());
+  ASSERT_TRUE(db_->memory.Delete(added->id).ok());
   EXPECT_TRUE(SearchOk(o).empty());
-  EXPECT_EQ(db_->DeleteMemoryItem(added->id).code(), StatusCode::kNotFound);
+  EXPECT_EQ(db_->memory.Delete(added->id).code(), StatusCode::kNotFound);
 
   // Messages and summaries are kept in sync by triggers as well (edited here directly).
   testing::RawExec(path_,
@@ -327,7 +328,7 @@ std::vector<std::string> MessageIds(const std::vector<MemoryHit>& hits) {
 TEST_F(SearchTest, AnAppendedMessageIsFoundByTheVeryNextSearch) {
   for (int i = 0; i < 40; ++i) {
     const std::string word = "zebra" + std::to_string(i) + "x";
-    auto r = db_->AppendMessages("alpha", {NewMessage{Message::User("a " + word + " was seen"), 3, 0}}, 20 + i);
+    auto r = db_->messages.Append("alpha", {NewMessage{Message::User("a " + word + " was seen"), 3, 0}}, 20 + i);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     SearchOptions o;
     o.query = word;
@@ -346,7 +347,7 @@ TEST(DeferredIndexTest, SearchUnderConcurrentAppendsSeesEverythingAcknowledgedBe
   ASSERT_TRUE(db);
   constexpr int kWriters = 4;
   constexpr int kPerWriter = 150;
-  for (int w = 0; w < kWriters; ++w) ASSERT_TRUE(db->CreateSession(SimpleSession("w" + std::to_string(w))).ok());
+  for (int w = 0; w < kWriters; ++w) ASSERT_TRUE(db->sessions.Create(SimpleSession("w" + std::to_string(w))).ok());
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
   for (int w = 0; w < kWriters; ++w) {
@@ -354,7 +355,7 @@ TEST(DeferredIndexTest, SearchUnderConcurrentAppendsSeesEverythingAcknowledgedBe
       const std::string session = "w" + std::to_string(w);
       for (int i = 0; i < kPerWriter; ++i) {
         const std::string word = "tok" + std::to_string(w) + "q" + std::to_string(i);
-        auto r = db->AppendMessages(session, {NewMessage{Message::User("common " + word), 2, 0}}, i);
+        auto r = db->messages.Append(session, {NewMessage{Message::User("common " + word), 2, 0}}, i);
         if (!r.ok()) {
           ++failures;
           continue;
@@ -363,7 +364,7 @@ TEST(DeferredIndexTest, SearchUnderConcurrentAppendsSeesEverythingAcknowledgedBe
         // Acknowledged: the next search must find it, whatever the indexer is doing.
         SearchOptions o;
         o.query = word;
-        auto hits = db->Search(o);
+        auto hits = Search(*db.db, o);
         if (!hits.ok() || MessageIds(*hits) != std::vector<std::string>{session + ":" + std::to_string((*r)[0].seq)}) {
           ++failures;
         }
@@ -375,7 +376,7 @@ TEST(DeferredIndexTest, SearchUnderConcurrentAppendsSeesEverythingAcknowledgedBe
   SearchOptions o;
   o.query = "common";
   o.max_results = 1000;
-  EXPECT_EQ(db->Search(o)->size(), static_cast<size_t>(kWriters * kPerWriter));
+  EXPECT_EQ(Search(*db.db, o)->size(), static_cast<size_t>(kWriters * kPerWriter));
   EXPECT_EQ(Watermark(path), MaxMessageId(path));
   EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'common'"),
             std::to_string(kWriters * kPerWriter));
@@ -389,17 +390,17 @@ TEST(DeferredIndexTest, AnIdleWriterIndexesThePendingMessagesInBatches) {
   options.index_batch = 100;
   auto db = OpenDbOrDie(path, options);
   ASSERT_TRUE(db);
-  ASSERT_TRUE(db->CreateSession(SimpleSession("s")).ok());
+  ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
   std::vector<NewMessage> batch;
   for (int i = 0; i < 1000; ++i) batch.push_back(NewMessage{Message::User("row " + std::to_string(i) + " koala"), 2, 0});
-  ASSERT_TRUE(db->AppendMessages("s", batch, 1).ok());
+  ASSERT_TRUE(db->messages.Append("s", std::move(batch), 1).ok());
   // No search: the writer indexes on its own once idle.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (Watermark(path) != MaxMessageId(path) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ASSERT_EQ(Watermark(path), MaxMessageId(path));
-  EXPECT_GE(db->GetWriterStats().index_transactions, 10);  // 1000 rows, 100 per transaction
+  EXPECT_GE(db.db->GetWriterStats().index_transactions, 10);  // 1000 rows, 100 per transaction
   EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'koala'"), "1000");
   ExpectIndexConsistent(path);
 }
@@ -412,11 +413,11 @@ TEST(DeferredIndexTest, UpdatesAndDeletesOfPendingAndIndexedRowsStayInSync) {
   const std::string path = dir.Join("m.db");
   auto db = OpenDbOrDie(path);
   ASSERT_TRUE(db);
-  ASSERT_TRUE(db->CreateSession(SimpleSession("s")).ok());
-  ASSERT_TRUE(db->AppendMessages("s", {NewMessage{Message::User("indexed walrus"), 2, 0}}, 1).ok());
+  ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
+  ASSERT_TRUE(db->messages.Append("s", {NewMessage{Message::User("indexed walrus"), 2, 0}}, 1).ok());
   SearchOptions o;
   o.query = "walrus";
-  ASSERT_EQ(db->Search(o)->size(), 1u);  // caught up: row 1 is indexed
+  ASSERT_EQ(Search(*db.db, o)->size(), 1u);  // caught up: row 1 is indexed
   ASSERT_EQ(Watermark(path), "1");
   // Pending rows, written behind the writer's back so no indexer sees them yet.
   RawExec(path,
@@ -430,28 +431,28 @@ TEST(DeferredIndexTest, UpdatesAndDeletesOfPendingAndIndexedRowsStayInSync) {
   EXPECT_EQ(Watermark(path), "1");
   ExpectIndexConsistent(path);
   o.query = "walrus";
-  EXPECT_TRUE(db->Search(o)->empty());
+  EXPECT_TRUE(Search(*db.db, o)->empty());
   o.query = "seal";
-  EXPECT_EQ(MessageIds(*db->Search(o)), (std::vector<std::string>{"s:1"}));
+  EXPECT_EQ(MessageIds(*Search(*db.db, o)), (std::vector<std::string>{"s:1"}));
   o.query = "heron";
-  EXPECT_EQ(MessageIds(*db->Search(o)), (std::vector<std::string>{"s:2"}));
+  EXPECT_EQ(MessageIds(*Search(*db.db, o)), (std::vector<std::string>{"s:2"}));
   o.query = "otter";
-  EXPECT_TRUE(db->Search(o)->empty());
+  EXPECT_TRUE(Search(*db.db, o)->empty());
   o.query = "lynx";
-  EXPECT_TRUE(db->Search(o)->empty());
+  EXPECT_TRUE(Search(*db.db, o)->empty());
   o.query = "ibis";
-  EXPECT_EQ(MessageIds(*db->Search(o)), (std::vector<std::string>{"s:4"}));
+  EXPECT_EQ(MessageIds(*Search(*db.db, o)), (std::vector<std::string>{"s:4"}));
   EXPECT_EQ(Watermark(path), "4");
   ExpectIndexConsistent(path);
   // Delete the newest rows: the next insert gets an id below the watermark.
   RawExec(path, "DELETE FROM messages WHERE id = 4; UPDATE sessions SET last_seq = 4, message_count = 2;");
   o.query = "ibis";
-  EXPECT_TRUE(db->Search(o)->empty());
-  auto r = db->AppendMessages("s", {NewMessage{Message::User("reused puffin"), 2, 0}}, 3);
+  EXPECT_TRUE(Search(*db.db, o)->empty());
+  auto r = db->messages.Append("s", {NewMessage{Message::User("reused puffin"), 2, 0}}, 3);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(RawQuery(path, "SELECT id FROM messages WHERE seq = 5"), "3");  // max(id) + 1, below the watermark
   o.query = "puffin";
-  EXPECT_EQ(MessageIds(*db->Search(o)), (std::vector<std::string>{"s:5"}));
+  EXPECT_EQ(MessageIds(*Search(*db.db, o)), (std::vector<std::string>{"s:5"}));
   ExpectIndexConsistent(path);
 }
 
@@ -459,7 +460,7 @@ TEST(DeferredIndexTest, MigrationFromVersion3KeepsTheIndexAndIndexesNewRows) {
   TempDir dir;
   const std::string path = dir.Join("v3.db");
   {
-    auto conn = sqlite::Connection::Open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    auto conn = sqlite::Connection::Open(path, sqlite::Connection::Mode::kReadWriteCreate);
     ASSERT_TRUE(conn.ok());
     ASSERT_TRUE(schema::Migrate(**conn, 3).ok());
     // Version 3 indexes by trigger.
@@ -475,18 +476,18 @@ TEST(DeferredIndexTest, MigrationFromVersion3KeepsTheIndexAndIndexesNewRows) {
   ASSERT_EQ(RawQuery(path, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'old'"), "3");
   auto db = OpenDbOrDie(path);
   ASSERT_TRUE(db);
-  EXPECT_EQ(db->SchemaVersion(), 4);
+  EXPECT_EQ(db.db->SchemaVersion(), 5);
   EXPECT_EQ(Watermark(path), "3");  // everything the trigger indexed
   EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'messages_ai'"), "0");
   SearchOptions o;
   o.query = "impala";
-  EXPECT_EQ(MessageIds(*db->Search(o)), (std::vector<std::string>{"old:2"}));
-  ASSERT_TRUE(db->AppendMessages("old", {NewMessage{Message::User("new oryx"), 2, 0}}, 2).ok());
+  EXPECT_EQ(MessageIds(*Search(*db.db, o)), (std::vector<std::string>{"old:2"}));
+  ASSERT_TRUE(db->messages.Append("old", {NewMessage{Message::User("new oryx"), 2, 0}}, 2).ok());
   o.query = "oryx";
-  EXPECT_EQ(MessageIds(*db->Search(o)), (std::vector<std::string>{"old:4"}));
+  EXPECT_EQ(MessageIds(*Search(*db.db, o)), (std::vector<std::string>{"old:4"}));
   o.query = "old";
   o.max_results = 10;
-  EXPECT_EQ(db->Search(o)->size(), 3u);  // no row indexed twice
+  EXPECT_EQ(Search(*db.db, o)->size(), 3u);  // no row indexed twice
   EXPECT_EQ(Watermark(path), "4");
   ExpectIndexConsistent(path);
 }
@@ -499,8 +500,8 @@ TEST(DeferredIndexTest, ReadOnlySearchStillFindsPendingMessages) {
   {
     auto db = OpenDbOrDie(path);
     ASSERT_TRUE(db);
-    ASSERT_TRUE(db->CreateSession(SimpleSession("s")).ok());
-    ASSERT_TRUE(db->AppendMessages("s", {NewMessage{Message::User("indexed bison"), 2, 0}}, 1).ok());
+    ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
+    ASSERT_TRUE(db->messages.Append("s", {NewMessage{Message::User("indexed bison"), 2, 0}}, 1).ok());
   }
   RawExec(path,
           "INSERT INTO messages (session_id, seq, role, content, created_at_ms, text) VALUES "
@@ -514,11 +515,11 @@ TEST(DeferredIndexTest, ReadOnlySearchStillFindsPendingMessages) {
   ASSERT_TRUE(db);
   SearchOptions o;
   o.query = "yak";
-  EXPECT_EQ(MessageIds(*db->Search(o)), (std::vector<std::string>{"s:2"}));
+  EXPECT_EQ(MessageIds(*Search(*db.db, o)), (std::vector<std::string>{"s:2"}));
   o.query = "bison";
-  EXPECT_EQ(MessageIds(*db->Search(o)), (std::vector<std::string>{"s:1", "s:2"}));
+  EXPECT_EQ(MessageIds(*Search(*db.db, o)), (std::vector<std::string>{"s:1", "s:2"}));
   o.session_id = "other";
-  EXPECT_TRUE(db->Search(o)->empty());
+  EXPECT_TRUE(Search(*db.db, o)->empty());
   EXPECT_NE(Watermark(path), max_id);  // nothing was written
 }
 
@@ -531,26 +532,26 @@ TEST(DeferredIndexTest, TheBacklogIsBoundedUnderContinuousWrites) {
   options.index_batch = 4;  // fewer than one write transaction adds
   auto db = OpenDbOrDie(path, options);
   ASSERT_TRUE(db);
-  ASSERT_TRUE(db->CreateSession(SimpleSession("s")).ok());
+  ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
   for (int call = 0; call < 40; ++call) {
     std::vector<NewMessage> batch;
     for (int k = 0; k < 10; ++k) batch.push_back(NewMessage{Message::User("busy marmot"), 2, 0});
-    ASSERT_TRUE(db->AppendMessages("s", batch, call).ok());
+    ASSERT_TRUE(db->messages.Append("s", std::move(batch), call).ok());
     const int64_t backlog = std::stoll(MaxMessageId(path)) - std::stoll(Watermark(path));
     EXPECT_LE(backlog, 50 + 10 + 10) << "after call " << call;  // bound + one write + the next one
   }
-  EXPECT_GT(db->GetWriterStats().index_transactions, 5);
+  EXPECT_GT(db.db->GetWriterStats().index_transactions, 5);
   SearchOptions o;
   o.query = "marmot";
   o.max_results = 1000;
-  EXPECT_EQ(db->Search(o)->size(), 400u);
+  EXPECT_EQ(Search(*db.db, o)->size(), 400u);
   ExpectIndexConsistent(path);
 }
 
 TEST(DeferredIndexTest, AFullDiskDoesNotHideMessagesFromSearch) {
   TempDir dir;
   const std::string path = dir.Join("m.db");
-  { ASSERT_TRUE(OpenDbOrDie(path)->CreateSession(SimpleSession("s")).ok()); }
+  { ASSERT_TRUE(OpenDbOrDie(path)->sessions.Create(SimpleSession("s")).ok()); }
   DatabaseOptions small;
   small.max_page_count = std::stoll(RawQuery(path, "PRAGMA page_count")) + 12;  // a few more rows fit
   small.index_idle_ms = 1000000;  // leave the rows pending for the searches below
@@ -560,7 +561,7 @@ TEST(DeferredIndexTest, AFullDiskDoesNotHideMessagesFromSearch) {
   for (int i = 0; i < 30; ++i) rows.push_back(NewMessage{Message::User("quokka " + std::string(1500, 'a' + i % 26)), 2, 0});
   int appended = 0;
   for (const NewMessage& m : rows) {  // fill the file until it refuses
-    if (!db->AppendMessages("s", {m}, 1).ok()) break;
+    if (!db->messages.Append("s", {m}, 1).ok()) break;
     ++appended;
   }
   ASSERT_GT(appended, 0);
@@ -568,7 +569,7 @@ TEST(DeferredIndexTest, AFullDiskDoesNotHideMessagesFromSearch) {
   SearchOptions o;
   o.query = "quokka";
   o.max_results = 100;
-  auto hits = db->Search(o);  // the catch-up may not fit: the search falls back
+  auto hits = Search(*db.db, o);  // the catch-up may not fit: the search falls back
   ASSERT_TRUE(hits.ok()) << hits.status().ToString();
   EXPECT_EQ(hits->size(), static_cast<size_t>(appended));
 }

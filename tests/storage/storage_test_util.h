@@ -8,14 +8,32 @@
 #include <string>
 
 #include "storage/database.h"
+#include "storage/stores.h"
 
 namespace missy::testing {
 
-inline std::unique_ptr<Database> OpenDbOrDie(const std::string& path, const DatabaseOptions& options = {}) {
+// An open Database with its stores (tests reach the engine through `db`).
+struct TestDb {
+  std::unique_ptr<Database> db;
+  std::unique_ptr<Stores> stores;
+
+  explicit operator bool() const { return db != nullptr; }
+  Stores* operator->() { return stores.get(); }
+  Database& engine() { return *db; }
+  void reset() {
+    stores.reset();
+    db.reset();
+  }
+};
+
+inline TestDb OpenDbOrDie(const std::string& path, const DatabaseOptions& options = {}) {
   auto db = Database::Open(path, options);
   EXPECT_TRUE(db.ok()) << db.status().ToString();
-  if (!db.ok()) return nullptr;
-  return std::move(*db);
+  if (!db.ok()) return TestDb{};
+  TestDb out;
+  out.db = std::move(*db);
+  out.stores = std::make_unique<Stores>(*out.db);
+  return out;
 }
 
 inline Session SimpleSession(std::string id, int64_t now_ms = 1000) {
@@ -43,7 +61,8 @@ inline std::string RawQuery(const std::string& path, const std::string& sql) {
   std::string out;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
     sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
       const unsigned char* t = sqlite3_column_text(st, 0);
       out = t ? reinterpret_cast<const char*>(t) : "";
     }

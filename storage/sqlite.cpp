@@ -1,4 +1,4 @@
-#include "storage/sqlite_util.h"
+#include "storage/sqlite.h"
 
 #include <openssl/evp.h>
 
@@ -30,15 +30,23 @@ Status StatusFromCode(sqlite3* db, int rc, std::string_view what) {
     case SQLITE_NOTADB:
       return Status::Corruption(msg);
     case SQLITE_CONSTRAINT:
+      if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY) {
+        return Status::AlreadyExists(msg);
+      }
       return Status::Conflict(msg);
     default:
       return Status::Internal(msg);
   }
 }
 
+// --- Statement ----------------------------------------------------------------------
+
+Statement::Statement(Statement&& other) noexcept
+    : db_(other.db_), stmt_(std::exchange(other.stmt_, nullptr)) {}
+
 Statement& Statement::operator=(Statement&& other) noexcept {
   if (this != &other) {
-    Reset();
+    Detach();
     db_ = other.db_;
     stmt_ = std::exchange(other.stmt_, nullptr);
   }
@@ -49,8 +57,12 @@ void Statement::Reset() {
   if (stmt_ != nullptr) {
     sqlite3_reset(stmt_);
     sqlite3_clear_bindings(stmt_);
-    stmt_ = nullptr;
   }
+}
+
+void Statement::Detach() {
+  Reset();
+  stmt_ = nullptr;
 }
 
 Statement& Statement::Bind(int index, int64_t value) {
@@ -70,39 +82,67 @@ Statement& Statement::Bind(int index, std::string_view value) {
   return *this;
 }
 
+Statement& Statement::BindStatic(int index, std::string_view value) {
+  sqlite3_bind_text64(stmt_, index, value.data() != nullptr ? value.data() : "", value.size(),
+                      SQLITE_STATIC, SQLITE_UTF8);
+  return *this;
+}
+
 Statement& Statement::BindNull(int index) {
   sqlite3_bind_null(stmt_, index);
   return *this;
 }
 
-Statement& Statement::BindOptional(int index, const std::optional<std::string>& value) {
-  return value ? Bind(index, *value) : BindNull(index);
+Statement& Statement::BindOrNull(int index, std::string_view value) {
+  return value.empty() ? BindNull(index) : Bind(index, value);
 }
 
-int Statement::Step() { return sqlite3_step(stmt_); }
+Status Statement::StepError(int rc, std::string_view what) const {
+  return StatusFromCode(db_, rc, what);
+}
+
+Result<bool> Statement::Next(std::string_view what) {
+  const int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return StepError(rc, what);
+}
 
 Status Statement::Run(std::string_view what) {
   int rc;
   while ((rc = sqlite3_step(stmt_)) == SQLITE_ROW) {
   }
-  if (rc != SQLITE_DONE) return StatusFromCode(db_, rc, what);
+  if (rc != SQLITE_DONE) return StepError(rc, what);
   return Status::Ok();
 }
 
-std::string Statement::Text(int col) const {
+std::string Statement::Text(int col) const { return std::string(TextView(col)); }
+
+std::string_view Statement::TextView(int col) const {
   const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
   if (p == nullptr) return {};
-  return std::string(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+  return std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
 }
 
-std::optional<std::string> Statement::OptionalText(int col) const {
-  if (IsNull(col)) return std::nullopt;
-  return Text(col);
-}
+// --- Connection ---------------------------------------------------------------------
 
-Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, int flags) {
+Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, Mode mode,
+                                                     bool uri) {
+  int flags = SQLITE_OPEN_NOMUTEX;
+  switch (mode) {
+    case Mode::kReadOnly:
+      flags |= SQLITE_OPEN_READONLY;
+      break;
+    case Mode::kReadWrite:
+      flags |= SQLITE_OPEN_READWRITE;
+      break;
+    case Mode::kReadWriteCreate:
+      flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+      break;
+  }
+  if (uri) flags |= SQLITE_OPEN_URI;
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {
     Status st = StatusFromCode(db, rc, "cannot open database " + path);
     sqlite3_close_v2(db);
@@ -139,13 +179,16 @@ Result<Statement> Connection::Prepare(const std::string& sql) {
 }
 
 Result<int64_t> Connection::QueryInt(const std::string& sql) {
-  auto stmt = Prepare(sql);
-  if (!stmt.ok()) return stmt.status();
-  int rc = stmt->Step();
-  if (rc == SQLITE_ROW) return stmt->Int(0);
-  if (rc == SQLITE_DONE) return Status::NotFound("no row: " + sql);
-  return Error(rc, sql);
+  MISSY_ASSIGN_STMT(stmt, *this, sql);
+  MISSY_ASSIGN_NEXT(row, stmt, sql);
+  if (!row) return Status::NotFound("no row: " + sql);
+  return stmt.Int(0);
 }
+
+int64_t Connection::Changes() const { return sqlite3_changes64(db_); }
+int64_t Connection::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
+bool Connection::InTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
+void Connection::SetBusyTimeout(int ms) { sqlite3_busy_timeout(db_, ms); }
 
 std::string Sha256Hex(std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];

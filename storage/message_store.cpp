@@ -1,0 +1,267 @@
+#include "storage/message_store.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "storage/json_strings.h"
+#include "storage/session_store.h"
+#include "storage/sqlite.h"
+#include "storage/store_util.h"
+
+namespace missy {
+namespace {
+
+using sqlite::Connection;
+using sqlite::Statement;
+
+const char kColumns[] =
+    "seq, created_at_ms, tokens, flags, role, content, tool_calls, tool_call_id, name";
+
+Result<StoredMessage> FromRow(const Statement& s, std::string_view session_id) {
+  StoredMessage out;
+  out.seq = s.Int(0);
+  out.created_at_ms = s.Int(1);
+  out.tokens = s.Int(2);
+  out.flags = static_cast<uint32_t>(s.Int(3));
+  auto where = [&] {
+    return "session '" + std::string(session_id) + "' message " + std::to_string(out.seq);
+  };
+  const std::string_view role = s.TextView(4);
+  auto parsed_role = ParseRole(role);
+  if (!parsed_role) {
+    return Status::Corruption(where() + ": unknown stored role '" + std::string(role) + "'");
+  }
+  out.message.role = *parsed_role;
+  Status st = ContentFromJsonText(s.TextView(5), out.message);
+  if (!st.ok()) return Status::Corruption(where() + ": stored content: " + st.message());
+  const std::string_view calls_json = s.TextView(6);
+  if (calls_json != "[]") {
+    auto calls = ToolCallsFromJsonText(calls_json);
+    if (!calls.ok()) {
+      return Status::Corruption(where() + ": stored tool_calls: " + calls.status().message());
+    }
+    out.message.tool_calls = std::move(*calls);
+  }
+  out.message.tool_call_id = s.Text(7);
+  out.message.name = s.Text(8);
+  return out;
+}
+
+// Steps `q` (selecting kColumns) to the end.
+Status CollectMessages(Statement& q, std::string_view session_id, std::string_view what,
+                       std::vector<StoredMessage>& out) {
+  for (;;) {
+    MISSY_ASSIGN_NEXT(row, q, what);
+    if (!row) return Status::Ok();
+    auto m = FromRow(q, session_id);
+    if (!m.ok()) return m.status();
+    out.push_back(std::move(*m));
+  }
+}
+
+Status SessionMustExist(Connection& c, std::string_view session_id) {
+  MISSY_ASSIGN_STMT(q, c, "SELECT 1 FROM sessions WHERE id = ?1");
+  q.Bind(1, session_id);
+  MISSY_ASSIGN_NEXT(row, q, "read session");
+  if (!row) {
+    return Status::NotFound("session '" + std::string(session_id) + "' not found", "session_id");
+  }
+  return Status::Ok();
+}
+
+std::string LoadWhat(std::string_view session_id) {
+  return "load messages of session '" + std::string(session_id) + "'";
+}
+
+}  // namespace
+
+EncodedBatch::EncodedBatch(std::vector<NewMessage>&& batch) {
+  rows_.reserve(batch.size());
+  for (NewMessage& m : batch) {
+    Row row{std::move(m), {}, {}, {}};
+    row.content_json = ContentToJsonText(row.source.message);
+    if (!row.source.message.tool_calls.empty()) {
+      row.tool_calls_json = ToolCallsToJsonText(row.source.message.tool_calls);
+    }
+    // A string's plain text is the string itself: bound from the message, not copied.
+    if (row.source.message.content_form == ContentForm::kParts) {
+      row.text = row.source.message.PlainText();
+    }
+    rows_.push_back(std::move(row));
+  }
+  batch.clear();
+}
+
+Result<std::vector<StoredMessage>> MessageStore::Append(Txn& txn, std::string_view session_id,
+                                                        EncodedBatch&& batch, int64_t now_ms) {
+  Connection& c = txn.conn();
+  int64_t batch_tokens = 0;
+  for (const EncodedBatch::Row& row : batch.rows_) batch_tokens += row.source.tokens;
+  const int64_t n = static_cast<int64_t>(batch.rows_.size());
+  // One statement reserves the seqs and updates the counters (RETURNING the new last).
+  int64_t seq = 0;
+  {
+    MISSY_ASSIGN_STMT(update, c,
+                      "UPDATE sessions SET message_count = message_count + ?2, "
+                      "total_tokens = total_tokens + ?3, last_seq = last_seq + ?2, "
+                      "updated_at_ms = ?4 WHERE id = ?1 RETURNING last_seq");
+    update.Bind(1, session_id).Bind(2, n).Bind(3, batch_tokens).Bind(4, now_ms);
+    MISSY_ASSIGN_NEXT(row, update, "update session '" + std::string(session_id) + "'");
+    if (!row) {
+      return Status::NotFound("session '" + std::string(session_id) + "' not found",
+                              "session_id");
+    }
+    seq = update.Int(0) - n;
+    MISSY_RETURN_IF_ERROR(update.Run("update session '" + std::string(session_id) + "'"));
+  }
+  std::vector<StoredMessage> stored;
+  stored.reserve(batch.rows_.size());
+  MISSY_ASSIGN_STMT(insert, c,
+                    "INSERT INTO messages (session_id, seq, role, content, tool_calls, "
+                    "tool_call_id, name, created_at_ms, tokens, flags, text) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+  for (EncodedBatch::Row& row : batch.rows_) {
+    ++seq;
+    Message& m = row.source.message;
+    const std::string_view text = m.content_form == ContentForm::kString ? std::string_view(m.text)
+                                  : m.content_form == ContentForm::kParts ? std::string_view(row.text)
+                                                                           : std::string_view();
+    insert.Bind(1, session_id)
+        .Bind(2, seq)
+        .Bind(3, RoleName(m.role))
+        .BindStatic(4, row.content_json)
+        .Bind(5, row.tool_calls_json.empty() ? std::string_view("[]")
+                                             : std::string_view(row.tool_calls_json))
+        .Bind(6, m.tool_call_id)
+        .Bind(7, m.name)
+        .Bind(8, now_ms)
+        .Bind(9, row.source.tokens)
+        .Bind(10, static_cast<int64_t>(row.source.flags))
+        .BindStatic(11, text);
+    Status st = insert.Run();
+    insert.Reset();  // drops the bindings of this row's text before it moves
+    if (!st.ok()) {
+      return Status(st.code(),
+                    "append to session '" + std::string(session_id) + "': " + st.message());
+    }
+    stored.push_back(StoredMessage{seq, now_ms, row.source.tokens, row.source.flags, std::move(m)});
+  }
+  return stored;
+}
+
+Result<std::vector<StoredMessage>> MessageStore::Append(Txn& txn, std::string_view session_id,
+                                                        std::vector<NewMessage>&& batch,
+                                                        int64_t now_ms) {
+  return Append(txn, session_id, EncodedBatch(std::move(batch)), now_ms);
+}
+
+Result<std::vector<StoredMessage>> MessageStore::Append(std::string_view session_id,
+                                                        std::vector<NewMessage>&& batch,
+                                                        int64_t now_ms) {
+  EncodedBatch encoded(std::move(batch));  // serialised here, off the writer thread
+  return store_util::WriteValue<std::vector<StoredMessage>>(db_, [&](Txn& txn) {
+    return Append(txn, session_id, std::move(encoded), now_ms);
+  });
+}
+
+Result<std::vector<StoredMessage>> MessageStore::Load(std::string_view session_id,
+                                                      int64_t after_seq, int64_t limit) {
+  std::vector<StoredMessage> out;
+  MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
+    MISSY_ASSIGN_STMT(q, c,
+                      std::string("SELECT ") + kColumns +
+                          " FROM messages WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3");
+    q.Bind(1, session_id).Bind(2, after_seq).Bind(3, limit > 0 ? limit : int64_t{-1});
+    MISSY_RETURN_IF_ERROR(CollectMessages(q, session_id, LoadWhat(session_id), out));
+    return out.empty() ? SessionMustExist(c, session_id) : Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<StoredMessage>> MessageStore::Load(std::string_view session_id,
+                                                      const std::vector<int64_t>& seqs) {
+  std::vector<int64_t> sorted = seqs;
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  std::vector<StoredMessage> out;
+  MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
+    MISSY_RETURN_IF_ERROR(SessionMustExist(c, session_id));
+    MISSY_ASSIGN_STMT(q, c,
+                      std::string("SELECT ") + kColumns +
+                          " FROM messages WHERE session_id = ?1 AND seq = ?2");
+    for (int64_t seq : sorted) {
+      q.Bind(1, session_id).Bind(2, seq);
+      MISSY_RETURN_IF_ERROR(CollectMessages(q, session_id, LoadWhat(session_id), out));
+      q.Reset();
+    }
+    return Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<StoredMessage>> MessageStore::LoadRange(std::string_view session_id,
+                                                           int64_t first_seq, int64_t last_seq) {
+  if (last_seq < first_seq) return std::vector<StoredMessage>{};
+  return Load(session_id, first_seq - 1, last_seq - first_seq + 1);
+}
+
+Result<std::vector<MessageMeta>> MessageStore::LoadMeta(std::string_view session_id,
+                                                        int64_t after_seq) {
+  std::vector<MessageMeta> out;
+  MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
+    // The call ids come out of the tool_calls JSON in SQL: the content is never read.
+    MISSY_ASSIGN_STMT(q, c,
+                      "SELECT seq, role, tokens, flags, created_at_ms, tool_call_id, "
+                      "CASE WHEN tool_calls = '[]' THEN NULL ELSE (SELECT "
+                      "json_group_array(json_extract(value, '$.id')) FROM json_each(tool_calls)) "
+                      "END FROM messages WHERE session_id = ?1 AND seq > ?2 ORDER BY seq");
+    q.Bind(1, session_id).Bind(2, after_seq);
+    for (;;) {
+      MISSY_ASSIGN_NEXT(row, q, LoadWhat(session_id));
+      if (!row) break;
+      MessageMeta m;
+      m.seq = q.Int(0);
+      auto role = ParseRole(q.TextView(1));
+      if (!role) {
+        return Status::Corruption("session '" + std::string(session_id) + "' message " +
+                                  std::to_string(m.seq) + ": unknown stored role '" +
+                                  q.Text(1) + "'");
+      }
+      m.role = *role;
+      m.tokens = q.Int(2);
+      m.flags = static_cast<uint32_t>(q.Int(3));
+      m.created_at_ms = q.Int(4);
+      if (!q.IsNull(6)) {
+        m.tool_call_ids = storage_json::StringsFromJson(q.TextView(6));
+        m.has_tool_calls = m.role == Role::kAssistant;
+      } else if (!q.TextView(5).empty()) {
+        m.tool_call_ids.push_back(q.Text(5));
+      }
+      out.push_back(std::move(m));
+    }
+    return out.empty() ? SessionMustExist(c, session_id) : Status::Ok();
+  }));
+  return out;
+}
+
+Status MessageStore::AddFlags(Txn& txn, std::string_view session_id,
+                              const std::vector<int64_t>& seqs, uint32_t flags) {
+  Connection& c = txn.conn();
+  MISSY_RETURN_IF_ERROR(SessionStore::MustExist(txn, session_id));
+  MISSY_ASSIGN_STMT(update, c,
+                    "UPDATE messages SET flags = flags | ?3 WHERE session_id = ?1 AND seq = ?2");
+  for (int64_t seq : seqs) {
+    update.Bind(1, session_id).Bind(2, seq).Bind(3, static_cast<int64_t>(flags));
+    MISSY_RETURN_IF_ERROR(update.Run("set message flags"));
+    update.Reset();
+  }
+  return Status::Ok();
+}
+
+Status MessageStore::AddFlags(std::string_view session_id, const std::vector<int64_t>& seqs,
+                              uint32_t flags) {
+  return db_.Write([&](Txn& txn) { return AddFlags(txn, session_id, seqs, flags); });
+}
+
+}  // namespace missy

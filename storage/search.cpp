@@ -1,0 +1,150 @@
+#include "storage/search.h"
+
+#include <algorithm>
+#include <climits>
+#include <string>
+#include <utility>
+
+#include "storage/fts_query.h"
+#include "storage/message_indexer.h"
+#include "storage/sqlite.h"
+
+namespace missy {
+namespace {
+
+using sqlite::Connection;
+
+constexpr size_t kMaxAnyWordTerms = 8;
+constexpr int64_t kCommonWordDocs = 5000;
+
+// The any-word fallback ranks every row holding any of the words, so common words make
+// it slow and add little: keep the rarest words (by how many messages hold them), at
+// most kMaxAnyWordTerms, and drop those in more than kCommonWordDocs messages while at
+// least two words remain. Without document counts (no vocab table) the longest words
+// are kept instead.
+std::vector<std::string> RarestTerms(Connection& c, const std::vector<std::string>& terms) {
+  std::vector<std::pair<int64_t, std::string>> ranked;
+  bool have_counts = c.Exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.messages_vocab USING "
+                            "fts5vocab(main, messages_fts, row)")
+                         .ok();
+  auto q = c.Prepare("SELECT doc FROM temp.messages_vocab WHERE term = ?1");
+  have_counts = have_counts && q.ok();
+  for (const std::string& t : terms) {
+    int64_t docs = 0;
+    if (have_counts) {
+      std::string lower = t;
+      for (char& ch : lower) ch = static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+      q->Bind(1, lower);
+      auto row = q->Next();
+      if (row.ok() && *row) docs = q->Int(0);
+      q->Reset();
+    } else {
+      docs = -static_cast<int64_t>(t.size());  // longest first
+    }
+    ranked.emplace_back(docs, t);
+  }
+  // Words in no message come last: they cost nothing but may still match memory items
+  // or summaries.
+  auto key = [](int64_t docs) { return docs == 0 ? INT64_MAX : docs; };
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](const auto& a, const auto& b) { return key(a.first) < key(b.first); });
+  std::vector<std::string> out;
+  for (const auto& [docs, t] : ranked) {
+    if (out.size() >= kMaxAnyWordTerms || (out.size() >= 2 && docs > kCommonWordDocs)) break;
+    out.push_back(t);
+  }
+  return out;
+}
+
+// Runs the search on each selected source and appends the hits (score = -bm25).
+Status SearchSources(Connection& c, const SearchOptions& o, const std::string& match,
+                     bool pending, std::vector<MemoryHit>& hits) {
+  const int64_t snippet_tokens = std::clamp(o.snippet_tokens, 1, 64);
+  struct Source {
+    bool enabled;
+    const char* name;
+    const char* sql;
+  };
+  const Source sources[] = {
+      // ORDER BY rank (= bm25) lets FTS5 sort internally, so snippet() runs only for the
+      // rows actually returned, not for every match.
+      {o.memory, "memory",
+       "SELECT m.id, m.text, memory_fts.rank FROM memory_fts JOIN memory_items m ON m.n = "
+       "memory_fts.rowid WHERE memory_fts MATCH ?1 AND (?2 = '' OR m.session_id IS NULL OR "
+       "m.session_id = ?2) AND (?3 = '' OR m.session_id IS NULL OR m.session_id <> ?3) "
+       "ORDER BY memory_fts.rank LIMIT ?5"},
+      {o.summaries, "summary",
+       "SELECT s.id, snippet(summaries_fts, 0, '', '', '...', ?4), summaries_fts.rank "
+       "FROM summaries_fts JOIN summaries s ON s.n = summaries_fts.rowid "
+       "WHERE summaries_fts MATCH ?1 AND (?2 = '' OR s.session_id = ?2) AND (?3 = '' OR "
+       "s.session_id <> ?3) ORDER BY summaries_fts.rank LIMIT ?5"},
+      {o.messages, "message",
+       "SELECT m.session_id || ':' || m.seq, snippet(messages_fts, 0, '', '', '...', ?4), "
+       "messages_fts.rank FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+       "WHERE messages_fts MATCH ?1 AND (?2 = '' OR m.session_id = ?2) AND (?3 = '' OR "
+       "m.session_id <> ?3) ORDER BY messages_fts.rank LIMIT ?5"},
+      // Committed messages the index has not caught up with (see Search).
+      {o.messages && pending, "message",
+       "SELECT m.session_id || ':' || m.seq, snippet(pending_messages_fts, 0, '', '', '...', "
+       "?4), pending_messages_fts.rank FROM temp.pending_messages_fts JOIN messages m ON m.id "
+       "= pending_messages_fts.rowid WHERE pending_messages_fts MATCH ?1 AND (?2 = '' OR "
+       "m.session_id = ?2) AND (?3 = '' OR m.session_id <> ?3) ORDER BY "
+       "pending_messages_fts.rank LIMIT ?5"},
+  };
+  for (const Source& source : sources) {
+    if (!source.enabled) continue;
+    MISSY_ASSIGN_STMT(q, c, source.sql);
+    q.Bind(1, match)
+        .Bind(2, o.session_id)
+        .Bind(3, o.exclude_session_id)
+        .Bind(4, snippet_tokens)
+        .Bind(5, static_cast<int64_t>(o.max_results));
+    const std::string what = std::string("search ") + source.name;
+    for (;;) {
+      MISSY_ASSIGN_NEXT(row, q, what);
+      if (!row) break;
+      hits.push_back(MemoryHit{source.name, q.Text(0), q.Text(1), -q.Double(2)});
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<MemoryHit>> Search(Database& db, const SearchOptions& options) {
+  std::vector<MemoryHit> hits;
+  const std::vector<std::string> terms = fts::QueryTerms(options.query);
+  if (terms.empty() || options.max_results <= 0) return hits;
+  // Appends are acknowledged before their text is indexed: bring the index up to date
+  // first (through the writer, so the index rows and the watermark commit together).
+  // If that fails (read-only file, disk full), the rows still above the watermark are
+  // indexed into a temporary table of this reader instead, so a search never misses a
+  // committed message either way.
+  if (options.messages) (void)MessageIndexer::CatchUp(db);
+  MISSY_RETURN_IF_ERROR(db.Read([&](Connection& c) -> Status {
+    bool pending = false;
+    if (options.messages) {
+      auto filled = MessageIndexer::IndexPendingIntoTemp(c);
+      if (!filled.ok()) return filled.status();
+      pending = *filled;
+    }
+    Status st;
+    for (bool all_terms : {true, false}) {
+      if (!all_terms && terms.size() == 1) break;
+      std::vector<std::string> used = all_terms ? terms : RarestTerms(c, terms);
+      const std::string match = fts::BuildMatchExpression(used, all_terms);
+      st = SearchSources(c, options, match, pending, hits);
+      if (!st.ok() || !hits.empty()) break;
+    }
+    if (pending) (void)MessageIndexer::ClearTemp(c);
+    return st;
+  }));
+  std::stable_sort(hits.begin(), hits.end(),
+                   [](const MemoryHit& a, const MemoryHit& b) { return a.score > b.score; });
+  if (hits.size() > static_cast<size_t>(options.max_results)) {
+    hits.resize(static_cast<size_t>(options.max_results));
+  }
+  return hits;
+}
+
+}  // namespace missy

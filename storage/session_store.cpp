@@ -1,0 +1,122 @@
+#include "storage/session_store.h"
+
+#include <string>
+
+#include "storage/sqlite.h"
+#include "storage/store_util.h"
+
+namespace missy {
+namespace {
+
+using sqlite::Connection;
+using sqlite::Statement;
+
+const char kColumns[] =
+    "id, model, system_prompt, tools_json, metadata_json, context_window, strict, created_at_ms, "
+    "updated_at_ms, message_count, total_tokens, last_seq, anchor_seq";
+
+Session FromRow(const Statement& s) {
+  Session out;
+  out.id = s.Text(0);
+  out.model = s.Text(1);
+  out.system_prompt = s.Text(2);
+  out.tools_json = s.Text(3);
+  out.metadata_json = s.Text(4);
+  out.context_window = s.Int(5);
+  out.strict = s.Int(6) != 0;
+  out.created_at_ms = s.Int(7);
+  out.updated_at_ms = s.Int(8);
+  out.message_count = s.Int(9);
+  out.total_tokens = s.Int(10);
+  out.last_seq = s.Int(11);
+  out.anchor_seq = s.Int(12);
+  return out;
+}
+
+Status NotFound(std::string_view id, const char* field) {
+  return Status::NotFound("session '" + std::string(id) + "' not found", field);
+}
+
+Result<Session> ReadSession(Connection& c, std::string_view id) {
+  MISSY_ASSIGN_STMT(q, c, std::string("SELECT ") + kColumns + " FROM sessions WHERE id = ?1");
+  q.Bind(1, id);
+  MISSY_ASSIGN_NEXT(row, q, "read session");
+  if (!row) return NotFound(id, "id");
+  return FromRow(q);
+}
+
+}  // namespace
+
+Status SessionStore::Create(Txn& txn, const Session& session) {
+  if (session.id.empty()) return Status::InvalidArgument("session id must not be empty", "id");
+  Connection& c = txn.conn();
+  MISSY_ASSIGN_STMT(insert, c,
+                    "INSERT INTO sessions (id, model, system_prompt, tools_json, metadata_json, "
+                    "context_window, strict, created_at_ms, updated_at_ms, anchor_seq) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (id) DO NOTHING");
+  insert.Bind(1, session.id)
+      .Bind(2, session.model)
+      .Bind(3, session.system_prompt)
+      .Bind(4, session.tools_json)
+      .Bind(5, session.metadata_json)
+      .Bind(6, session.context_window)
+      .Bind(7, session.strict ? 1 : 0)
+      .Bind(8, session.created_at_ms)
+      .Bind(9, session.updated_at_ms != 0 ? session.updated_at_ms : session.created_at_ms)
+      .Bind(10, session.anchor_seq);
+  MISSY_RETURN_IF_ERROR(insert.Run("create session '" + session.id + "'"));
+  if (c.Changes() == 0) {
+    return Status::AlreadyExists("session '" + session.id + "' already exists", "id");
+  }
+  return Status::Ok();
+}
+
+Status SessionStore::Create(const Session& session) {
+  if (session.id.empty()) return Status::InvalidArgument("session id must not be empty", "id");
+  return db_.Write([&](Txn& txn) { return Create(txn, session); });
+}
+
+Result<Session> SessionStore::Get(std::string_view id) {
+  return store_util::ReadValue<Session>(db_, [&](Connection& c) { return ReadSession(c, id); });
+}
+
+Result<Session> SessionStore::Get(Txn& txn, std::string_view id) {
+  return ReadSession(txn.conn(), id);
+}
+
+Result<std::vector<Session>> SessionStore::List(const ListOptions& options) {
+  std::vector<Session> out;
+  MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
+    MISSY_ASSIGN_STMT(q, c,
+                      std::string("SELECT ") + kColumns +
+                          " FROM sessions ORDER BY created_at_ms, id LIMIT ?1 OFFSET ?2");
+    store_util::BindPage(q, options);
+    return store_util::CollectRows(q, FromRow, "list sessions", out);
+  }));
+  return out;
+}
+
+Status SessionStore::SetAnchor(Txn& txn, std::string_view session_id, int64_t seq) {
+  if (seq < 0) return Status::InvalidArgument("anchor seq must be >= 0", "anchor_seq");
+  Connection& c = txn.conn();
+  MISSY_ASSIGN_STMT(update, c, "UPDATE sessions SET anchor_seq = ?2 WHERE id = ?1");
+  update.Bind(1, session_id).Bind(2, seq);
+  MISSY_RETURN_IF_ERROR(update.Run("set the anchor of session '" + std::string(session_id) + "'"));
+  if (c.Changes() == 0) return NotFound(session_id, "session_id");
+  return Status::Ok();
+}
+
+Status SessionStore::SetAnchor(std::string_view session_id, int64_t seq) {
+  if (seq < 0) return Status::InvalidArgument("anchor seq must be >= 0", "anchor_seq");
+  return db_.Write([&](Txn& txn) { return SetAnchor(txn, session_id, seq); });
+}
+
+Status SessionStore::MustExist(Txn& txn, std::string_view session_id) {
+  MISSY_ASSIGN_STMT(q, txn.conn(), "SELECT 1 FROM sessions WHERE id = ?1");
+  q.Bind(1, session_id);
+  MISSY_ASSIGN_NEXT(row, q, "read session");
+  if (!row) return NotFound(session_id, "session_id");
+  return Status::Ok();
+}
+
+}  // namespace missy

@@ -1,0 +1,182 @@
+#include "storage/summary_store.h"
+
+#include <string>
+
+#include "storage/json_strings.h"
+#include "storage/message_store.h"
+#include "storage/session_store.h"
+#include "storage/sqlite.h"
+#include "storage/store_util.h"
+
+namespace missy {
+namespace {
+
+using sqlite::Connection;
+using sqlite::Statement;
+
+const char kColumns[] =
+    "id, session_id, depth, content, tokens, first_seq, last_seq, child_ids, parent_id, "
+    "start_ms, end_ms, descendant_count, artifacts, created_at_ms";
+
+SummaryRecord FromRow(const Statement& s) {
+  SummaryRecord r;
+  r.id = s.Text(0);
+  r.session_id = s.Text(1);
+  r.depth = static_cast<int>(s.Int(2));
+  r.content = s.Text(3);
+  r.tokens = s.Int(4);
+  r.first_seq = s.Int(5);
+  r.last_seq = s.Int(6);
+  r.child_ids = storage_json::StringsFromJson(s.TextView(7));
+  r.parent_id = s.Text(8);
+  r.start_ms = s.Int(9);
+  r.end_ms = s.Int(10);
+  r.descendant_count = s.Int(11);
+  r.artifacts_json = s.Text(12);
+  r.created_at_ms = s.Int(13);
+  return r;
+}
+
+Result<SummaryRecord> ReadSummary(Connection& c, std::string_view id) {
+  MISSY_ASSIGN_STMT(q, c, std::string("SELECT ") + kColumns + " FROM summaries WHERE id = ?1");
+  q.Bind(1, id);
+  MISSY_ASSIGN_NEXT(row, q, "read summary");
+  if (!row) return Status::NotFound("summary '" + std::string(id) + "' not found", "id");
+  return FromRow(q);
+}
+
+Status Validate(const SummaryRecord& s) {
+  if (s.depth < 0) return Status::InvalidArgument("depth must be >= 0", "depth");
+  if (s.last_seq < s.first_seq) {
+    return Status::InvalidArgument("last_seq is before first_seq", "last_seq");
+  }
+  return Status::Ok();
+}
+
+// Makes `parent` the parent of each child (all of the same session, none condensed yet).
+Status AdoptChildren(Connection& c, const SummaryRecord& parent) {
+  MISSY_ASSIGN_STMT(child, c, "SELECT session_id, parent_id FROM summaries WHERE id = ?1");
+  MISSY_ASSIGN_STMT(adopt, c, "UPDATE summaries SET parent_id = ?2 WHERE id = ?1");
+  for (const std::string& id : parent.child_ids) {
+    child.Bind(1, id);
+    MISSY_ASSIGN_NEXT(row, child, "read child summary");
+    if (!row) return Status::NotFound("child summary '" + id + "' not found", "child_ids");
+    if (child.TextView(0) != parent.session_id) {
+      return Status::InvalidArgument("child summary '" + id + "' belongs to another session",
+                                     "child_ids");
+    }
+    if (!child.IsNull(1)) {
+      return Status::Conflict(
+          "child summary '" + id + "' is already condensed into '" + child.Text(1) + "'",
+          "child_ids");
+    }
+    child.Reset();
+    adopt.Bind(1, id).Bind(2, parent.id);
+    MISSY_RETURN_IF_ERROR(adopt.Run("set summary parent"));
+    adopt.Reset();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<SummaryRecord> SummaryStore::Insert(Txn& txn, const SummaryRecord& summary) {
+  MISSY_RETURN_IF_ERROR(Validate(summary));
+  SummaryRecord stored = summary;
+  if (stored.id.empty()) stored.id = store_util::GenerateId("sum_");
+  Connection& c = txn.conn();
+  MISSY_RETURN_IF_ERROR(SessionStore::MustExist(txn, stored.session_id));
+  {
+    MISSY_ASSIGN_STMT(insert, c,
+                      "INSERT INTO summaries (id, session_id, depth, content, tokens, first_seq, "
+                      "last_seq, child_ids, parent_id, start_ms, end_ms, descendant_count, "
+                      "artifacts, created_at_ms) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
+    insert.Bind(1, stored.id)
+        .Bind(2, stored.session_id)
+        .Bind(3, stored.depth)
+        .Bind(4, stored.content)
+        .Bind(5, stored.tokens)
+        .Bind(6, stored.first_seq)
+        .Bind(7, stored.last_seq)
+        .Bind(8, storage_json::StringsToJson(stored.child_ids))
+        .BindOrNull(9, stored.parent_id)
+        .Bind(10, stored.start_ms)
+        .Bind(11, stored.end_ms)
+        .Bind(12, stored.descendant_count)
+        .Bind(13, stored.artifacts_json)
+        .Bind(14, stored.created_at_ms);
+    Status st = insert.Run("insert summary");
+    if (st.code() == StatusCode::kAlreadyExists) {
+      return Status::AlreadyExists("summary '" + stored.id + "' already exists", "id");
+    }
+    MISSY_RETURN_IF_ERROR(st);
+  }
+  if (!stored.child_ids.empty()) {
+    MISSY_RETURN_IF_ERROR(AdoptChildren(c, stored));
+  } else if (stored.first_seq > 0) {
+    MISSY_ASSIGN_STMT(cover, c,
+                      "UPDATE messages SET summary_id = ?2 WHERE session_id = ?1 AND seq "
+                      "BETWEEN ?3 AND ?4");
+    cover.Bind(1, stored.session_id)
+        .Bind(2, stored.id)
+        .Bind(3, stored.first_seq)
+        .Bind(4, stored.last_seq);
+    MISSY_RETURN_IF_ERROR(cover.Run("mark messages summarized"));
+  }
+  return stored;
+}
+
+Result<SummaryRecord> SummaryStore::Insert(const SummaryRecord& summary) {
+  MISSY_RETURN_IF_ERROR(Validate(summary));
+  return store_util::WriteValue<SummaryRecord>(db_,
+                                               [&](Txn& txn) { return Insert(txn, summary); });
+}
+
+Result<SummaryRecord> SummaryStore::Get(std::string_view id) {
+  return store_util::ReadValue<SummaryRecord>(db_,
+                                              [&](Connection& c) { return ReadSummary(c, id); });
+}
+
+Result<std::vector<SummaryRecord>> SummaryStore::List(std::string_view session_id,
+                                                      bool uncondensed_only) {
+  std::vector<SummaryRecord> out;
+  MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
+    MISSY_ASSIGN_STMT(exists, c, "SELECT 1 FROM sessions WHERE id = ?1");
+    exists.Bind(1, session_id);
+    MISSY_ASSIGN_NEXT(found, exists, "read session");
+    if (!found) {
+      return Status::NotFound("session '" + std::string(session_id) + "' not found",
+                              "session_id");
+    }
+    MISSY_ASSIGN_STMT(q, c,
+                      std::string("SELECT ") + kColumns + " FROM summaries WHERE session_id = ?1 " +
+                          (uncondensed_only ? "AND parent_id IS NULL " : "") +
+                          "ORDER BY first_seq, depth, n");
+    q.Bind(1, session_id);
+    return store_util::CollectRows(q, FromRow, "list summaries", out);
+  }));
+  return out;
+}
+
+Result<std::vector<SummaryRecord>> SummaryStore::Children(std::string_view id) {
+  std::vector<SummaryRecord> out;
+  MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
+    MISSY_RETURN_IF_ERROR(ReadSummary(c, id).status());
+    MISSY_ASSIGN_STMT(q, c,
+                      std::string("SELECT ") + kColumns +
+                          " FROM summaries WHERE parent_id = ?1 ORDER BY first_seq, n");
+    q.Bind(1, id);
+    return store_util::CollectRows(q, FromRow, "list summary children", out);
+  }));
+  return out;
+}
+
+Result<std::vector<StoredMessage>> SummaryStore::Messages(std::string_view id) {
+  auto summary = Get(id);
+  if (!summary.ok()) return summary.status();
+  if (summary->first_seq <= 0) return std::vector<StoredMessage>{};
+  return MessageStore(db_).LoadRange(summary->session_id, summary->first_seq, summary->last_seq);
+}
+
+}  // namespace missy
