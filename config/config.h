@@ -1,8 +1,13 @@
 // Daemon configuration from ~/.missy/config.yaml (DESIGN.md §7).
 // Missy's own keys are read where the daemon needs them (default_provider,
 // providers.<name>) and otherwise ignored; the daemon's `context:` section is strict:
-// an unknown key, a wrong type or an out-of-range value is an error naming the key
-// path ("context.budget.memory_fraction") and the reason.
+// an unknown key, a duplicate key, a wrong type or an out-of-range value is an error
+// naming the key path ("context.budget.memory_fraction") and the reason.
+//
+// Every default is the in-class initializer of a struct below or of the core option
+// struct it embeds; the `context:` keys, their docs and their ranges are listed once in
+// config/key_table.h, from which parsing, DefaultConfigYaml() and EffectiveConfigJson()
+// are derived. A DaemonConfig is a plain value: copy it, swap it, read it from any thread.
 #pragma once
 
 #include <cstdint>
@@ -11,63 +16,66 @@
 #include <string_view>
 
 #include "core/budget.h"
+#include "core/calibration.h"
+#include "core/context_options.h"
 #include "core/model_table.h"
+#include "core/pruning.h"
 #include "core/status.h"
 
 namespace missy {
 
+// providers.<name> (Missy's keys; lenient, only these are read).
 struct ProviderConfig {
   std::string model;
   std::string base_url;
-  std::string api_key;  // never logged or returned unredacted
-  int64_t timeout_s = 60;
-};
-
-// Old tool output pruning (DESIGN.md §4 rule 5): context.pruning.*
-struct PruningConfig {
-  int64_t protect_turns = 2;       // tool results in the last N user turns are never pruned
-  int64_t protect_tokens = 40000;  // the newest N tokens of tool output are never pruned
-  int64_t minimum_freed = 20000;   // prune only when at least this many tokens are freed
-};
-
-// Calibration from reported usage (issue 3): context.calibration.*
-struct CalibrationConfig {
-  double min_ratio = 0.7;  // actual/estimated ratio is clamped to [min_ratio, max_ratio]
-  double max_ratio = 1.6;
-  double alpha = 0.2;  // weight of a new observation in the moving ratio, in (0, 1]
+  std::string api_key;     // never logged or returned unredacted
+  int64_t timeout_s = 60;  // `timeout` in seconds, fractions rounded up
 };
 
 // context.tokenizer: exact BPE (rank files required) or the heuristic fallback.
 enum class TokenizerMode { kExact, kHeuristic };
 std::string_view TokenizerModeName(TokenizerMode mode);  // "exact" | "heuristic"
 
+// context.limits.*: resource limits of the daemon's sockets and process.
+struct LimitsConfig {
+  int64_t max_body_bytes = 8 * 1024 * 1024;  // largest request body (413 above)
+  int64_t read_timeout_ms = 30000;           // time allowed to read one request
+  // Audit stream backlog (bytes) before a slow audit client is cut off.
+  int64_t audit_client_buffer_bytes = 4 * 1024 * 1024;
+  int64_t memory_mb = 256;  // the daemon keeps its memory footprint under this many MiB
+};
+
+// context.audit.*: retention of the audit log.
+struct AuditConfig {
+  int64_t retention_days = 30;         // events older than this are deleted (0 = no age limit)
+  int64_t retention_events = 1000000;  // newest events kept (0 = no count limit)
+};
+
 struct DaemonConfig {
-  std::string missy_home;                               // resolved ~/.missy (or $MISSY_HOME)
-  std::string socket_path;                              // default <home>/missyd.sock
-  std::string audit_socket_path;                        // default <home>/audit.sock
-  std::string database_path;                            // default <home>/missyd.db
-  std::string log_level = "info";                       // trace|debug|info|warn|error|critical|off
-  TokenBudget budget;                                   // context.budget.*
-  int64_t max_body_bytes = 8 * 1024 * 1024;             // context.limits.max_body_bytes
-  int64_t read_timeout_ms = 30000;                      // context.limits.read_timeout_ms
-  int64_t audit_client_buffer_bytes = 4 * 1024 * 1024;  // context.limits.audit_client_buffer_bytes
-  std::string data_dir;  // context.data_dir: tokenizer rank files; empty = built-in data dir
-  int64_t audit_retention_days = 30;         // context.audit.retention_days (0 = no age limit)
-  int64_t audit_retention_events = 1000000;  // context.audit.retention_events (0 = no limit)
-  double threshold_pct = 0.75;               // context.threshold_pct, in (0, 1]: warning zone
-  int64_t message_threshold = 200;           // context.message_threshold (> 0): summarize trigger
-  int64_t tool_output_max_tokens = 2500;     // context.tool_output_max_tokens (> 0)
-  bool strict = false;                       // context.strict: 422 instead of flagging appends
-  PruningConfig pruning;                     // context.pruning.*
+  std::string missy_home;  // resolved ~/.missy (or $MISSY_HOME), set by ParseConfig
+  // Paths: relative to missy_home here; ParseConfig returns them absolute and normal.
+  std::string socket_path = "missyd.sock";       // context.socket
+  std::string audit_socket_path = "audit.sock";  // context.audit_socket
+  std::string database_path = "missyd.db";       // context.database
+  std::string data_dir;            // context.data_dir: tokenizer rank files; empty = built-in
+  std::string log_level = "info";  // context.log_level: trace|debug|info|warn|error|critical|off
+  TokenBudget budget;              // context.budget.*
+  // context.threshold_pct, .message_threshold, .tool_output_max_tokens; the other members
+  // are not keys and keep their core defaults.
+  ContextOptions context;
+  bool strict = false;     // context.strict: 422 instead of flagging invalid appends
+  PruningOptions pruning;  // context.pruning.* (protect_turns, protect_tokens, minimum_freed)
   TokenizerMode tokenizer = TokenizerMode::kExact;  // context.tokenizer
-  int64_t image_tokens = 765;                 // context.image_tokens: fixed cost per image part
-  CalibrationConfig calibration;              // context.calibration.*
-  ModelTable models = ModelTable::Builtin();  // built-ins + context.models rows (upserted)
-  std::string default_provider;               // top-level default_provider
+  int64_t image_tokens = 765;                       // context.image_tokens: cost of one image
+  CalibrationOptions calibration;                   // context.calibration.*
+  LimitsConfig limits;                              // context.limits.*
+  AuditConfig audit;                                // context.audit.*
+  ModelTable models = ModelTable::Builtin();        // built-ins + context.models rows (upserted)
+  std::string default_provider;                     // top-level default_provider
   std::map<std::string, ProviderConfig> providers;  // top-level providers
 };
 
-// $MISSY_HOME if set and non-empty, else $HOME/.missy.
+// $MISSY_HOME if set and non-empty, else $HOME/.missy; absolute, without a trailing '/'.
 std::string ResolveMissyHome();
 
 // Errors: the Status message is self-contained ("context.budget.total: expected an
@@ -83,8 +91,9 @@ Result<DaemonConfig> ParseConfig(std::string_view yaml_text, const std::string& 
 // bad content; the message names the file).
 Result<DaemonConfig> LoadConfigFile(const std::string& path, const std::string& missy_home);
 
-// The default config file: every key of the context section with its default value,
-// commented. ParseConfig(DefaultConfigYaml()) yields the defaults.
+// The default config file, generated from the key table and a default-constructed
+// DaemonConfig: every key of the context section with its default value and its doc as
+// a comment. ParseConfig(DefaultConfigYaml()) yields the defaults.
 std::string DefaultConfigYaml();
 
 // Loads `path`, first writing DefaultConfigYaml() there (mode 0600, creating the
@@ -92,7 +101,10 @@ std::string DefaultConfigYaml();
 Result<DaemonConfig> LoadOrCreateConfig(const std::string& path, const std::string& missy_home,
                                         bool* created = nullptr);
 
-// The config as JSON text with secrets (api_key) redacted, for /v1/config.
+// The config as JSON text for /v1/config: {"missy_home", "default_provider",
+// "providers": {name: {"model","base_url","api_key","timeout"}}, "context": {every key of
+// the table, nested by its path}}. A provider's api_key is "***" when set, "" when not:
+// its value never appears.
 std::string EffectiveConfigJson(const DaemonConfig& config);
 
 }  // namespace missy

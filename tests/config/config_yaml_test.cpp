@@ -1,153 +1,29 @@
-#include "config/config.h"
-
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <sys/stat.h>
 
 #include <boost/json.hpp>
-#include <filesystem>
 #include <optional>
 #include <string>
 
-#include "test_util.h"
+#include "config/config.h"
+#include "config_test_util.h"
 
 namespace missy {
 namespace {
 
 namespace json = boost::json;
-using ::missy::testing::ReadFileOrDie;
-using ::missy::testing::TempDir;
-using ::missy::testing::WriteFileOrDie;
+using ::missy::testing::ExpectDefaults;
+using ::missy::testing::kHome;
+using ::missy::testing::ParseOrDie;
+using ::missy::testing::ScopedEnv;
 
-constexpr char kHome[] = "/home/u/.missy";
-
-// Sets an environment variable for the scope of a test, restoring it afterwards.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = getenv(name)) old_ = old;
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
-DaemonConfig ParseOrDie(const std::string& yaml, const std::string& home = kHome) {
-  Result<DaemonConfig> r = ParseConfig(yaml, home);
-  EXPECT_TRUE(r.ok()) << r.status().message() << "\n--- yaml:\n" << yaml;
-  return r.ok() ? std::move(r).value() : DaemonConfig{};
-}
-
-void ExpectDefaults(const DaemonConfig& c) {
-  EXPECT_EQ(c.missy_home, kHome);
-  EXPECT_EQ(c.socket_path, "/home/u/.missy/missyd.sock");
-  EXPECT_EQ(c.audit_socket_path, "/home/u/.missy/audit.sock");
-  EXPECT_EQ(c.database_path, "/home/u/.missy/missyd.db");
-  EXPECT_EQ(c.data_dir, "");
-  EXPECT_EQ(c.log_level, "info");
-  EXPECT_EQ(c.budget.total, 30000);
-  EXPECT_EQ(c.budget.system_reserve, 2000);
-  EXPECT_EQ(c.budget.tool_definitions_reserve, 2000);
-  EXPECT_DOUBLE_EQ(c.budget.memory_fraction, 0.15);
-  EXPECT_DOUBLE_EQ(c.budget.learnings_fraction, 0.05);
-  EXPECT_EQ(c.budget.fresh_tail_count, 16);
-  EXPECT_EQ(c.max_body_bytes, 8 * 1024 * 1024);
-  EXPECT_EQ(c.read_timeout_ms, 30000);
-  EXPECT_EQ(c.audit_client_buffer_bytes, 4 * 1024 * 1024);
-  EXPECT_EQ(c.audit_retention_days, 30);
-  EXPECT_EQ(c.audit_retention_events, 1000000);
-  EXPECT_DOUBLE_EQ(c.threshold_pct, 0.75);
-  EXPECT_EQ(c.message_threshold, 200);
-  EXPECT_EQ(c.tool_output_max_tokens, 2500);
-  EXPECT_FALSE(c.strict);
-  EXPECT_EQ(c.pruning.protect_turns, 2);
-  EXPECT_EQ(c.pruning.protect_tokens, 40000);
-  EXPECT_EQ(c.pruning.minimum_freed, 20000);
-  EXPECT_EQ(c.tokenizer, TokenizerMode::kExact);
-  EXPECT_EQ(c.image_tokens, 765);
-  EXPECT_DOUBLE_EQ(c.calibration.min_ratio, 0.7);
-  EXPECT_DOUBLE_EQ(c.calibration.max_ratio, 1.6);
-  EXPECT_DOUBLE_EQ(c.calibration.alpha, 0.2);
-  EXPECT_EQ(c.models.rows(), ModelTable::Builtin().rows());
-  EXPECT_EQ(c.default_provider, "");
-  EXPECT_TRUE(c.providers.empty());
-}
-
-TEST(ConfigTest, EmptyDocumentGivesDefaults) {
+TEST(ConfigYamlTest, EmptyDocumentGivesDefaults) {
   ExpectDefaults(ParseOrDie(""));
   ExpectDefaults(ParseOrDie("# only a comment\n"));
   ExpectDefaults(ParseOrDie("context:\n"));
   ExpectDefaults(ParseOrDie("context:\n  budget:\n  limits: {}\n"));
 }
 
-TEST(ConfigTest, DefaultYamlParsesToDefaults) {
-  const std::string yaml = DefaultConfigYaml();
-  DaemonConfig from_default = ParseOrDie(yaml);
-  ExpectDefaults(from_default);
-  EXPECT_EQ(EffectiveConfigJson(from_default), EffectiveConfigJson(ParseOrDie("")));
-}
-
-TEST(ConfigTest, DefaultYamlListsEveryContextKeyWithComment) {
-  const std::string yaml = DefaultConfigYaml();
-  const char* keys[] = {"socket",
-                        "audit_socket",
-                        "database",
-                        "data_dir",
-                        "log_level",
-                        "total",
-                        "system_reserve",
-                        "tool_definitions_reserve",
-                        "memory_fraction",
-                        "learnings_fraction",
-                        "fresh_tail_count",
-                        "threshold_pct",
-                        "message_threshold",
-                        "tool_output_max_tokens",
-                        "strict",
-                        "protect_turns",
-                        "protect_tokens",
-                        "minimum_freed",
-                        "tokenizer",
-                        "image_tokens",
-                        "min_ratio",
-                        "max_ratio",
-                        "alpha",
-                        "max_body_bytes",
-                        "read_timeout_ms",
-                        "audit_client_buffer_bytes",
-                        "retention_days",
-                        "retention_events",
-                        "models"};
-  for (const char* key : keys) {
-    SCOPED_TRACE(key);
-    const size_t at = yaml.find(std::string("\n  ") + key + ":");
-    const size_t nested = yaml.find(std::string("\n    ") + key + ":");
-    const size_t pos = at != std::string::npos ? at : nested;
-    ASSERT_NE(pos, std::string::npos);
-    const size_t eol = yaml.find('\n', pos + 1);
-    if (std::string(key) != "models") {
-      EXPECT_NE(yaml.substr(pos, eol - pos).find('#'), std::string::npos)
-          << yaml.substr(pos, eol - pos);
-    }
-  }
-  EXPECT_NE(yaml.find("# default_provider:"), std::string::npos);
-  EXPECT_NE(yaml.find("#     api_key:"), std::string::npos);
-}
-
-TEST(ConfigTest, EveryKeyOverridden) {
+TEST(ConfigYamlTest, EveryKeyOverridden) {
   DaemonConfig c = ParseOrDie(R"(
 context:
   socket: /run/user/1000/m.sock
@@ -170,7 +46,8 @@ context:
   tokenizer: heuristic
   image_tokens: 0
   calibration: {min_ratio: 0.5, max_ratio: 2, alpha: 1}
-  limits: {max_body_bytes: 1024, read_timeout_ms: 500, audit_client_buffer_bytes: 65536}
+  limits: {max_body_bytes: 1024, read_timeout_ms: 500, audit_client_buffer_bytes: 65536,
+           memory_mb: 64}
   audit: {retention_days: 0, retention_events: 10}
 )");
   EXPECT_EQ(c.socket_path, "/run/user/1000/m.sock");
@@ -184,23 +61,24 @@ context:
   EXPECT_DOUBLE_EQ(c.budget.memory_fraction, 0.2);
   EXPECT_DOUBLE_EQ(c.budget.learnings_fraction, 0.1);
   EXPECT_EQ(c.budget.fresh_tail_count, 8);
-  EXPECT_DOUBLE_EQ(c.threshold_pct, 1.0);
-  EXPECT_EQ(c.message_threshold, 50);
-  EXPECT_EQ(c.tool_output_max_tokens, 1000);
+  EXPECT_DOUBLE_EQ(c.context.threshold_pct, 1.0);
+  EXPECT_EQ(c.context.message_threshold, 50);
+  EXPECT_EQ(c.context.tool_output_max_tokens, 1000);
   EXPECT_TRUE(c.strict);
-  EXPECT_EQ(c.pruning.protect_turns, 3);
-  EXPECT_EQ(c.pruning.protect_tokens, 10000);
-  EXPECT_EQ(c.pruning.minimum_freed, 0);
+  EXPECT_EQ(c.pruning.protect_user_turns, 3);
+  EXPECT_EQ(c.pruning.protect_tool_tokens, 10000);
+  EXPECT_EQ(c.pruning.minimum_freed_tokens, 0);
   EXPECT_EQ(c.tokenizer, TokenizerMode::kHeuristic);
   EXPECT_EQ(c.image_tokens, 0);
   EXPECT_DOUBLE_EQ(c.calibration.min_ratio, 0.5);
   EXPECT_DOUBLE_EQ(c.calibration.max_ratio, 2.0);
   EXPECT_DOUBLE_EQ(c.calibration.alpha, 1.0);
-  EXPECT_EQ(c.max_body_bytes, 1024);
-  EXPECT_EQ(c.read_timeout_ms, 500);
-  EXPECT_EQ(c.audit_client_buffer_bytes, 65536);
-  EXPECT_EQ(c.audit_retention_days, 0);
-  EXPECT_EQ(c.audit_retention_events, 10);
+  EXPECT_EQ(c.limits.max_body_bytes, 1024);
+  EXPECT_EQ(c.limits.read_timeout_ms, 500);
+  EXPECT_EQ(c.limits.audit_client_buffer_bytes, 65536);
+  EXPECT_EQ(c.limits.memory_mb, 64);
+  EXPECT_EQ(c.audit.retention_days, 0);
+  EXPECT_EQ(c.audit.retention_events, 10);
 }
 
 struct ErrorCase {
@@ -209,7 +87,7 @@ struct ErrorCase {
   const char* message;  // expected message (exact)
 };
 
-TEST(ConfigTest, InvalidContextValuesNameTheKeyPath) {
+TEST(ConfigYamlTest, InvalidContextValuesNameTheKeyPath) {
   const ErrorCase cases[] = {
       {"context: {budget: {memroy_fraction: 0.1}}", "context.budget.memroy_fraction",
        "context.budget.memroy_fraction: unknown key"},
@@ -264,6 +142,12 @@ TEST(ConfigTest, InvalidContextValuesNameTheKeyPath) {
        "context.limits.max_body_bytes: must be at least 1, got 0"},
       {"context: {limits: {read_timeout_ms: -10}}", "context.limits.read_timeout_ms",
        "context.limits.read_timeout_ms: must be at least 1, got -10"},
+      {"context: {limits: {memory_mb: 15}}", "context.limits.memory_mb",
+       "context.limits.memory_mb: must be at least 16, got 15"},
+      {"context: {limits: {memory_mb: 256MiB}}", "context.limits.memory_mb",
+       "context.limits.memory_mb: expected an integer, got '256MiB'"},
+      {"context: {limits: {handler_threads: 4}}", "context.limits.handler_threads",
+       "context.limits.handler_threads: unknown key"},
       {"context: {limits: {timeout: 1}}", "context.limits.timeout",
        "context.limits.timeout: unknown key"},
       {"context: {audit: {retention_days: -1}}", "context.audit.retention_days",
@@ -334,7 +218,7 @@ TEST(ConfigTest, InvalidContextValuesNameTheKeyPath) {
   }
 }
 
-TEST(ConfigTest, BoundaryValuesAreAccepted) {
+TEST(ConfigYamlTest, BoundaryValuesAreAccepted) {
   DaemonConfig c = ParseOrDie(
       "context:\n  budget: {total: 4000, system_reserve: 2000, tool_definitions_reserve: 2000,"
       " memory_fraction: 0, learnings_fraction: 1, fresh_tail_count: 0}\n"
@@ -344,13 +228,14 @@ TEST(ConfigTest, BoundaryValuesAreAccepted) {
   EXPECT_EQ(c.budget.fresh_tail_count, 0);
   EXPECT_DOUBLE_EQ(c.calibration.min_ratio, 1.0);
   EXPECT_TRUE(ParseOrDie("context: {strict: yes}").strict);
+  EXPECT_EQ(ParseOrDie("context: {limits: {memory_mb: 16}}").limits.memory_mb, 16);
   EXPECT_EQ(ParseOrDie("context: {budget: {total: +42, system_reserve: 0, "
                        "tool_definitions_reserve: 0}}")
                 .budget.total,
             42);
 }
 
-TEST(ConfigTest, YamlSyntaxErrorNamesLineAndColumn) {
+TEST(ConfigYamlTest, YamlSyntaxErrorNamesLineAndColumn) {
   Result<DaemonConfig> r = ParseConfig("context:\n  budget:\n    total: [1, 2\n", kHome);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
@@ -364,13 +249,13 @@ TEST(ConfigTest, YamlSyntaxErrorNamesLineAndColumn) {
   EXPECT_NE(r.status().message().find("line 3, column"), std::string::npos) << r.status().message();
 }
 
-TEST(ConfigTest, TopLevelMustBeAMapping) {
+TEST(ConfigYamlTest, TopLevelMustBeAMapping) {
   Result<DaemonConfig> r = ParseConfig("- a\n- b\n", kHome);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "expected a mapping at the top level, got a list");
 }
 
-TEST(ConfigTest, MissyKeysOutsideContextAreIgnored) {
+TEST(ConfigYamlTest, MissyKeysOutsideContextAreIgnored) {
   DaemonConfig c = ParseOrDie(R"(
 workspace: ~/work
 memory:
@@ -386,7 +271,7 @@ context:
   EXPECT_EQ(c.socket_path, "/home/u/.missy/missyd.sock");
 }
 
-TEST(ConfigTest, ProvidersParsedAndRedacted) {
+TEST(ConfigYamlTest, ProvidersParsedAndRedacted) {
   DaemonConfig c = ParseOrDie(R"(
 default_provider: anthropic
 providers:
@@ -425,7 +310,7 @@ providers:
   EXPECT_EQ(v.at("providers").at("ollama").at("api_key").as_string(), "");
 }
 
-TEST(ConfigTest, EffectiveConfigJsonMirrorsYamlKeys) {
+TEST(ConfigYamlTest, EffectiveConfigJsonMirrorsYamlKeys) {
   DaemonConfig c = ParseOrDie("context: {budget: {total: 12345}, tokenizer: heuristic}");
   json::value v = json::parse(EffectiveConfigJson(c));
   EXPECT_EQ(v.at("missy_home").as_string(), kHome);
@@ -438,7 +323,7 @@ TEST(ConfigTest, EffectiveConfigJsonMirrorsYamlKeys) {
   EXPECT_EQ(ctx.at("models").as_array().size(), ModelTable::Builtin().rows().size());
 }
 
-TEST(ConfigTest, ModelRowsMergeWithBuiltins) {
+TEST(ConfigYamlTest, ModelRowsMergeWithBuiltins) {
   DaemonConfig c = ParseOrDie(R"(
 context:
   models:
@@ -459,7 +344,7 @@ context:
   EXPECT_EQ(c.models.Lookup("claude-sonnet-4-5")->context_window, 200000);
 }
 
-TEST(ConfigTest, TildeAndRelativePaths) {
+TEST(ConfigYamlTest, TildeAndRelativePaths) {
   ScopedEnv home("HOME", "/tmp/fakehome");
   DaemonConfig c = ParseOrDie(
       "context:\n  socket: ~/run/m.sock\n  audit_socket: ./x/../a.sock\n  database: \"~\"\n"
@@ -469,92 +354,6 @@ TEST(ConfigTest, TildeAndRelativePaths) {
   EXPECT_EQ(c.audit_socket_path, "/srv/missy/a.sock");
   EXPECT_EQ(c.database_path, "/tmp/fakehome");
   EXPECT_EQ(c.data_dir, "/srv/missy/ranks");
-}
-
-TEST(ConfigTest, ResolveMissyHome) {
-  {
-    ScopedEnv home("HOME", "/tmp/h1");
-    ScopedEnv missy("MISSY_HOME", nullptr);
-    EXPECT_EQ(ResolveMissyHome(), "/tmp/h1/.missy");
-  }
-  {
-    ScopedEnv home("HOME", "/tmp/h1");
-    ScopedEnv missy("MISSY_HOME", "");
-    EXPECT_EQ(ResolveMissyHome(), "/tmp/h1/.missy");
-  }
-  {
-    ScopedEnv home("HOME", "/tmp/h1");
-    ScopedEnv missy("MISSY_HOME", "/opt/missy-test");
-    EXPECT_EQ(ResolveMissyHome(), "/opt/missy-test");
-  }
-  {
-    ScopedEnv home("HOME", "/tmp/h1");
-    ScopedEnv missy("MISSY_HOME", "~/alt/");
-    EXPECT_EQ(ResolveMissyHome(), "/tmp/h1/alt");
-  }
-}
-
-TEST(ConfigTest, LoadConfigFileNamesTheFile) {
-  TempDir dir;
-  const std::string path = dir.Join("config.yaml");
-  Result<DaemonConfig> r = LoadConfigFile(path, dir.path());
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(r.status().message().find(path), std::string::npos) << r.status().message();
-
-  WriteFileOrDie(path, "context:\n  budget:\n    total: abc\n");
-  r = LoadConfigFile(path, dir.path());
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().field(), "context.budget.total");
-  EXPECT_EQ(r.status().message(), path + ": context.budget.total: expected an integer, got 'abc'");
-
-  WriteFileOrDie(path, "context:\n  budget: {total: 1\n");
-  r = LoadConfigFile(path, dir.path());
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message().rfind(path + ": line ", 0), 0u) << r.status().message();
-
-  r = LoadConfigFile(dir.path(), dir.path());
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(), dir.path() + ": not a regular file");
-
-  WriteFileOrDie(path, "context:\n  socket: s.sock\n");
-  r = LoadConfigFile(path, dir.path());
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(r->socket_path, dir.Join("s.sock"));
-}
-
-TEST(ConfigTest, LoadOrCreateWritesPrivateDefaults) {
-  TempDir tmp;
-  const std::string home = tmp.Join("missy-home");
-  const std::string path = home + "/config.yaml";
-  bool created = false;
-  Result<DaemonConfig> r = LoadOrCreateConfig(path, home, &created);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_TRUE(created);
-  EXPECT_EQ(r->socket_path, home + "/missyd.sock");
-  EXPECT_EQ(r->budget.total, 30000);
-
-  struct stat st;
-  ASSERT_EQ(stat(home.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0700u);
-  ASSERT_EQ(stat(path.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0600u);
-  EXPECT_EQ(ReadFileOrDie(path), DefaultConfigYaml());
-
-  // An existing file is read, never overwritten.
-  WriteFileOrDie(path, "context: {budget: {total: 45000}}\n");
-  r = LoadOrCreateConfig(path, home, &created);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_FALSE(created);
-  EXPECT_EQ(r->budget.total, 45000);
-  EXPECT_EQ(ReadFileOrDie(path), "context: {budget: {total: 45000}}\n");
-
-  // An invalid existing file is an error, and stays as it was.
-  WriteFileOrDie(path, "context: {bogus: 1}\n");
-  r = LoadOrCreateConfig(path, home, &created);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().field(), "context.bogus");
-  EXPECT_EQ(ReadFileOrDie(path), "context: {bogus: 1}\n");
 }
 
 }  // namespace

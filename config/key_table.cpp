@@ -1,0 +1,186 @@
+#include "config/key_table.h"
+
+#include <array>
+#include <charconv>
+#include <type_traits>
+#include <utility>
+
+namespace missy {
+namespace {
+
+// object.*First.*Rest..., const when `object` is.
+template <auto First, auto... Rest, typename Object>
+constexpr auto& Walk(Object& object) {
+  if constexpr (sizeof...(Rest) == 0) {
+    return object.*First;
+  } else {
+    return Walk<Rest...>(object.*First);
+  }
+}
+
+// The member reached by following `Members` from a DaemonConfig:
+// At<&DaemonConfig::budget, &TokenBudget::total>().
+template <auto... Members>
+constexpr auto At() {
+  using T = std::remove_cvref_t<decltype(Walk<Members...>(std::declval<DaemonConfig&>()))>;
+  return Field<T>{[](DaemonConfig& c) -> T& { return Walk<Members...>(c); },
+                  [](const DaemonConfig& c) -> const T& { return Walk<Members...>(c); }};
+}
+
+constexpr std::array<std::string_view, 7> kLogLevels = {"trace", "debug",    "info", "warn",
+                                                        "error", "critical", "off"};
+
+// Indexed by TokenizerMode.
+constexpr std::array<std::string_view, 2> kTokenizerModes = {"exact", "heuristic"};
+
+const ChoiceRule kLogLevelRule{
+    kLogLevels, [](const DaemonConfig& c) -> std::string_view { return c.log_level; },
+    [](DaemonConfig& c, std::string_view v) { c.log_level = std::string(v); }};
+
+const ChoiceRule kTokenizerRule{
+    kTokenizerModes, [](const DaemonConfig& c) { return TokenizerModeName(c.tokenizer); },
+    [](DaemonConfig& c, std::string_view v) {
+      c.tokenizer = v == kTokenizerModes[static_cast<size_t>(TokenizerMode::kHeuristic)]
+                        ? TokenizerMode::kHeuristic
+                        : TokenizerMode::kExact;
+    }};
+
+using D = DaemonConfig;
+
+const ConfigKey kKeys[] = {
+    {"socket", "API socket (HTTP/1.1 + JSON)", PathRule{At<&D::socket_path>()},
+     "Relative paths are under the Missy home (~/.missy, or $MISSY_HOME); \"~\" is $HOME."},
+    {"audit_socket", "audit event stream (NDJSON)", PathRule{At<&D::audit_socket_path>()}},
+    {"database", "SQLite database", PathRule{At<&D::database_path>()}},
+    {"data_dir", "tokenizer rank files; \"\" = the built-in data directory",
+     PathRule{At<&D::data_dir>(), /*may_be_empty=*/true}},
+    {"log_level", "log verbosity", kLogLevelRule},
+
+    {"budget.total", "tokens of context when the model is unknown",
+     IntRule{At<&D::budget, &TokenBudget::total>()}},
+    {"budget.system_reserve", "assumed system prompt size when not measured",
+     IntRule{At<&D::budget, &TokenBudget::system_reserve>()}},
+    {"budget.tool_definitions_reserve", "assumed tool schema size when not measured",
+     IntRule{At<&D::budget, &TokenBudget::tool_definitions_reserve>()}},
+    {"budget.memory_fraction", "share of the available budget for ## Relevant Memory",
+     NumberRule{At<&D::budget, &TokenBudget::memory_fraction>(), 0, 1}},
+    {"budget.learnings_fraction", "share of the available budget for ## Past Learnings",
+     NumberRule{At<&D::budget, &TokenBudget::learnings_fraction>(), 0, 1}},
+    {"budget.fresh_tail_count", "newest messages always kept",
+     IntRule{At<&D::budget, &TokenBudget::fresh_tail_count>()}},
+
+    {"threshold_pct", "history share where the warning zone starts",
+     NumberRule{At<&D::context, &ContextOptions::threshold_pct>(), 0, 1, /*lo_open=*/true}},
+    {"message_threshold", "message count that triggers summarization",
+     IntRule{At<&D::context, &ContextOptions::message_threshold>(), 1}},
+    {"tool_output_max_tokens", "longer tool outputs are middle-out truncated in context",
+     IntRule{At<&D::context, &ContextOptions::tool_output_max_tokens>(), 1}},
+    {"strict", "true: reject invalid tool-call sequences with 422", BoolRule{At<&D::strict>()}},
+
+    {"pruning.protect_turns", "tool results in the last N user turns are kept",
+     IntRule{At<&D::pruning, &PruningOptions::protect_user_turns>()}},
+    {"pruning.protect_tokens", "the newest N tokens of tool output are kept",
+     IntRule{At<&D::pruning, &PruningOptions::protect_tool_tokens>()}},
+    {"pruning.minimum_freed", "prune only if at least this many tokens are freed",
+     IntRule{At<&D::pruning, &PruningOptions::minimum_freed_tokens>()}},
+
+    {"tokenizer", "token counting (exact needs the BPE rank files)", kTokenizerRule},
+    {"image_tokens", "fixed token cost of one image part", IntRule{At<&D::image_tokens>()}},
+
+    {"calibration.min_ratio", "lowest accepted actual/estimated ratio",
+     NumberRule{At<&D::calibration, &CalibrationOptions::min_ratio>(), 0, 1, /*lo_open=*/true}},
+    {"calibration.max_ratio", "highest accepted actual/estimated ratio",
+     NumberRule{At<&D::calibration, &CalibrationOptions::max_ratio>(), 1}},
+    {"calibration.alpha", "weight of a new report in the moving ratio",
+     NumberRule{At<&D::calibration, &CalibrationOptions::alpha>(), 0, 1, /*lo_open=*/true}},
+
+    {"limits.max_body_bytes", "largest request body (413 above)",
+     IntRule{At<&D::limits, &LimitsConfig::max_body_bytes>(), 1}},
+    {"limits.read_timeout_ms", "time allowed to read one request",
+     IntRule{At<&D::limits, &LimitsConfig::read_timeout_ms>(), 1}},
+    {"limits.audit_client_buffer_bytes", "backlog before a slow audit client is cut off",
+     IntRule{At<&D::limits, &LimitsConfig::audit_client_buffer_bytes>(), 1}},
+    {"limits.memory_mb", "the daemon keeps its memory footprint under this many MiB",
+     IntRule{At<&D::limits, &LimitsConfig::memory_mb>(), 16}},
+
+    {"audit.retention_days", "events older than this are deleted (0 = no age limit)",
+     IntRule{At<&D::audit, &AuditConfig::retention_days>()}},
+    {"audit.retention_events", "newest events kept (0 = no count limit)",
+     IntRule{At<&D::audit, &AuditConfig::retention_events>()}},
+
+    {"models", "rows added to or replacing the built-in model table",
+     ModelRowsRule{At<&D::models>()},
+     "Built-ins cover OpenAI, Claude, Gemini, Llama, Qwen and Mistral. pattern: exact name,\n"
+     "prefix or glob with *; encoding: o200k_base | cl100k_base | heuristic; factor\n"
+     "multiplies counts (models without an offline tokenizer). For example:\n"
+     "- {pattern: \"my-model*\", context_window: 32768, max_output_tokens: 4096, "
+     "encoding: heuristic, factor: 1.2}"},
+};
+
+const ConfigGroup kGroups[] = {
+    {"budget", "token budget of one assembled context"},
+    {"pruning", "clearing of old tool output"},
+    {"calibration", "correction from provider-reported usage"},
+    {"limits", "resource limits"},
+    {"audit", "audit log retention"},
+};
+
+}  // namespace
+
+std::string_view TokenizerModeName(TokenizerMode mode) {
+  return kTokenizerModes[static_cast<size_t>(mode)];
+}
+
+std::span<const ConfigKey> ContextKeys() { return kKeys; }
+
+std::span<const ConfigGroup> ContextGroups() { return kGroups; }
+
+const ConfigKey* FindContextKey(std::string_view path) {
+  for (const ConfigKey& key : kKeys) {
+    if (key.path == path) return &key;
+  }
+  return nullptr;
+}
+
+const ConfigGroup* FindContextGroup(std::string_view path) {
+  for (const ConfigGroup& group : kGroups) {
+    if (group.path == path) return &group;
+  }
+  return nullptr;
+}
+
+std::string ContextKeyPath(std::string_view path) { return "context." + std::string(path); }
+
+Status CheckCrossFieldRules(const DaemonConfig& config) {
+  // Each core struct validates itself; its field() names the member below its group.
+  const std::pair<std::string_view, Status> checks[] = {
+      {"budget.", config.budget.Validate()},
+      {"", ValidateCalibrationOptions(config.calibration)},  // field() is "calibration.x"
+  };
+  for (const auto& [group, status] : checks) {
+    if (!status.ok()) {
+      return Status::InvalidArgument(status.message(), std::string(group) + status.field());
+    }
+  }
+  return Status::Ok();
+}
+
+std::string FormatNumber(double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::string("nan");
+}
+
+std::string RangeText(const IntRule& rule) {
+  return rule.min == 0 ? "not negative" : "at least " + std::to_string(rule.min);
+}
+
+std::string RangeText(const NumberRule& rule) {
+  if (rule.hi == kNoUpperBound) {
+    return (rule.lo_open ? "more than " : "at least ") + FormatNumber(rule.lo);
+  }
+  return std::string("in ") + (rule.lo_open ? "(" : "[") + FormatNumber(rule.lo) + ", " +
+         FormatNumber(rule.hi) + "]";
+}
+
+}  // namespace missy

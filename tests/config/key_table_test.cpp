@@ -1,0 +1,218 @@
+#include "config/key_table.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <iomanip>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "config/config.h"
+#include "config_test_util.h"
+
+namespace missy {
+namespace {
+
+using ::missy::testing::DifferingMembers;
+using ::missy::testing::kHome;
+using ::missy::testing::ParseOrDie;
+using ::missy::testing::ResolvedDefaults;
+
+// The DaemonConfig member each YAML key sets, written independently of the table (the
+// YAML names users have are kept; the members are the core structs' names).
+const std::map<std::string, std::string>& ExpectedMembers() {
+  static const auto* members = new std::map<std::string, std::string>{
+      {"socket", "socket_path"},
+      {"audit_socket", "audit_socket_path"},
+      {"database", "database_path"},
+      {"data_dir", "data_dir"},
+      {"log_level", "log_level"},
+      {"budget.total", "budget.total"},
+      {"budget.system_reserve", "budget.system_reserve"},
+      {"budget.tool_definitions_reserve", "budget.tool_definitions_reserve"},
+      {"budget.memory_fraction", "budget.memory_fraction"},
+      {"budget.learnings_fraction", "budget.learnings_fraction"},
+      {"budget.fresh_tail_count", "budget.fresh_tail_count"},
+      {"threshold_pct", "context.threshold_pct"},
+      {"message_threshold", "context.message_threshold"},
+      {"tool_output_max_tokens", "context.tool_output_max_tokens"},
+      {"strict", "strict"},
+      {"pruning.protect_turns", "pruning.protect_user_turns"},
+      {"pruning.protect_tokens", "pruning.protect_tool_tokens"},
+      {"pruning.minimum_freed", "pruning.minimum_freed_tokens"},
+      {"tokenizer", "tokenizer"},
+      {"image_tokens", "image_tokens"},
+      {"calibration.min_ratio", "calibration.min_ratio"},
+      {"calibration.max_ratio", "calibration.max_ratio"},
+      {"calibration.alpha", "calibration.alpha"},
+      {"limits.max_body_bytes", "limits.max_body_bytes"},
+      {"limits.read_timeout_ms", "limits.read_timeout_ms"},
+      {"limits.audit_client_buffer_bytes", "limits.audit_client_buffer_bytes"},
+      {"limits.memory_mb", "limits.memory_mb"},
+      {"audit.retention_days", "audit.retention_days"},
+      {"audit.retention_events", "audit.retention_events"},
+      {"models", "models"},
+  };
+  return *members;
+}
+
+std::string Number(double v) {
+  std::ostringstream ss;
+  ss << std::setprecision(17) << v;
+  return ss.str();
+}
+
+// The YAML document that sets only `path` ("budget.total") to `value`.
+std::string SetKeyYaml(std::string_view path, const std::string& value) {
+  const size_t dot = path.find('.');
+  if (dot == std::string_view::npos) return "context:\n  " + std::string(path) + ": " + value;
+  return "context:\n  " + std::string(path.substr(0, dot)) + ":\n    " +
+         std::string(path.substr(dot + 1)) + ": " + value;
+}
+
+TEST(KeyTableTest, EveryKeyHasAnExpectedMemberAndViceVersa) {
+  std::set<std::string> table;
+  for (const ConfigKey& key : ContextKeys()) {
+    EXPECT_TRUE(table.insert(std::string(key.path)).second) << "duplicate " << key.path;
+    EXPECT_TRUE(ExpectedMembers().contains(std::string(key.path))) << key.path;
+    EXPECT_FALSE(key.doc.empty()) << key.path;
+    EXPECT_EQ(key.doc.find('\n'), std::string_view::npos) << key.path;
+  }
+  EXPECT_EQ(table.size(), ExpectedMembers().size());
+}
+
+// Setting one key to a value other than its default changes exactly the member it names,
+// to that value.
+TEST(KeyTableTest, EachKeySetsExactlyItsMember) {
+  const DaemonConfig defaults;
+  for (const ConfigKey& key : ContextKeys()) {
+    SCOPED_TRACE(std::string(key.path));
+    std::string yaml_value;
+    std::function<void(const DaemonConfig&)> check;
+    std::visit(
+        [&](const auto& rule) {
+          using Rule = std::decay_t<decltype(rule)>;
+          if constexpr (std::is_same_v<Rule, IntRule>) {
+            const int64_t v = rule.field.get(defaults) + 1;
+            yaml_value = std::to_string(v);
+            check = [rule, v](const DaemonConfig& c) { EXPECT_EQ(rule.field.get(c), v); };
+          } else if constexpr (std::is_same_v<Rule, NumberRule>) {
+            const double d = rule.field.get(defaults);
+            const double v = rule.hi == kNoUpperBound ? d + 1
+                             : d < rule.hi            ? (d + rule.hi) / 2
+                                                      : (rule.lo + d) / 2;
+            yaml_value = Number(v);
+            check = [rule, v](const DaemonConfig& c) { EXPECT_DOUBLE_EQ(rule.field.get(c), v); };
+          } else if constexpr (std::is_same_v<Rule, BoolRule>) {
+            const bool v = !rule.field.get(defaults);
+            yaml_value = v ? "true" : "false";
+            check = [rule, v](const DaemonConfig& c) { EXPECT_EQ(rule.field.get(c), v); };
+          } else if constexpr (std::is_same_v<Rule, PathRule>) {
+            const std::string leaf = "elsewhere/" + std::string(key.path) + ".x";
+            yaml_value = leaf;
+            check = [rule, leaf](const DaemonConfig& c) {
+              EXPECT_EQ(rule.field.get(c), std::string(kHome) + "/" + leaf);
+            };
+          } else if constexpr (std::is_same_v<Rule, ChoiceRule>) {
+            std::string_view v;
+            for (std::string_view choice : rule.choices) {
+              if (choice != rule.get(defaults)) v = choice;
+            }
+            ASSERT_FALSE(v.empty());
+            yaml_value = std::string(v);
+            check = [rule, v](const DaemonConfig& c) { EXPECT_EQ(rule.get(c), v); };
+          } else {
+            yaml_value = "[{pattern: zz-key-table, context_window: 1000, max_output_tokens: 10}]";
+            check = [rule](const DaemonConfig& c) {
+              const ModelTable& t = rule.field.get(c);
+              EXPECT_EQ(t.rows().size(), ModelTable::Builtin().rows().size() + 1);
+              ASSERT_TRUE(t.Lookup("zz-key-table").has_value());
+              EXPECT_EQ(t.Lookup("zz-key-table")->context_window, 1000);
+            };
+          }
+        },
+        key.rule);
+    const std::string yaml = SetKeyYaml(key.path, yaml_value);
+    Result<DaemonConfig> parsed = ParseConfig(yaml, kHome);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message() << "\n" << yaml;
+    check(*parsed);
+    const std::vector<std::string> changed = DifferingMembers(ResolvedDefaults(), *parsed);
+    ASSERT_EQ(changed.size(), 1u) << yaml << "\n" << ::testing::PrintToString(changed);
+    const std::string& member = ExpectedMembers().at(std::string(key.path));
+    EXPECT_EQ(changed[0].substr(0, member.size() + 1), member + ":") << changed[0];
+  }
+}
+
+TEST(KeyTableTest, GroupsAreContiguousAndDocumented) {
+  std::set<std::string_view> closed;  // groups whose keys have ended
+  std::string_view current;
+  std::set<std::string_view> used;
+  for (const ConfigKey& key : ContextKeys()) {
+    const size_t dot = key.path.find('.');
+    const std::string_view group = dot == std::string_view::npos ? "" : key.path.substr(0, dot);
+    EXPECT_EQ(key.path.find('.', dot == std::string_view::npos ? 0 : dot + 1),
+              std::string_view::npos)
+        << key.path << ": groups are one level deep";
+    if (group != current) {
+      if (!current.empty()) closed.insert(current);
+      EXPECT_FALSE(closed.contains(group)) << key.path << ": group split in two";
+      current = group;
+    }
+    if (!group.empty()) {
+      used.insert(group);
+      EXPECT_NE(FindContextGroup(group), nullptr) << key.path;
+    }
+    EXPECT_EQ(FindContextKey(key.path), &key);
+  }
+  for (const ConfigGroup& g : ContextGroups()) {
+    EXPECT_TRUE(used.contains(g.path)) << g.path << " has no key";
+    EXPECT_FALSE(g.doc.empty()) << g.path;
+    EXPECT_EQ(FindContextKey(g.path), nullptr) << g.path;
+  }
+  EXPECT_EQ(FindContextKey("budget"), nullptr);
+  EXPECT_EQ(FindContextKey("nope"), nullptr);
+  EXPECT_EQ(ContextKeyPath("budget.total"), "context.budget.total");
+}
+
+TEST(KeyTableTest, CrossFieldRulesNameTheKeyBelowContext) {
+  DaemonConfig c;
+  EXPECT_TRUE(CheckCrossFieldRules(c).ok());
+  c.budget.total = 1000;
+  Status s = CheckCrossFieldRules(c);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.field(), "budget.system_reserve");
+  EXPECT_EQ(s.message(), "system_reserve + tool_definitions_reserve (4000) exceed total (1000)");
+
+  c = DaemonConfig{};
+  c.calibration.max_ratio = 0.5;
+  s = CheckCrossFieldRules(c);
+  EXPECT_EQ(s.field(), "calibration.max_ratio");
+}
+
+TEST(KeyTableTest, NumbersAndRangesInWords) {
+  EXPECT_EQ(FormatNumber(0.15), "0.15");
+  EXPECT_EQ(FormatNumber(1), "1");
+  EXPECT_EQ(FormatNumber(0.1 + 0.2), "0.30000000000000004");
+  EXPECT_EQ(FormatNumber(-0.5), "-0.5");
+  EXPECT_EQ(RangeText(IntRule{{}, 0}), "not negative");
+  EXPECT_EQ(RangeText(IntRule{{}, 16}), "at least 16");
+  EXPECT_EQ(RangeText(NumberRule{{}, 0, 1}), "in [0, 1]");
+  EXPECT_EQ(RangeText(NumberRule{{}, 0, 1, true}), "in (0, 1]");
+  EXPECT_EQ(RangeText(NumberRule{{}, 1}), "at least 1");
+}
+
+TEST(KeyTableTest, TokenizerModeNames) {
+  EXPECT_EQ(TokenizerModeName(TokenizerMode::kExact), "exact");
+  EXPECT_EQ(TokenizerModeName(TokenizerMode::kHeuristic), "heuristic");
+  EXPECT_EQ(ParseOrDie("context: {tokenizer: exact}").tokenizer, TokenizerMode::kExact);
+  EXPECT_EQ(ParseOrDie("context: {tokenizer: heuristic}").tokenizer, TokenizerMode::kHeuristic);
+}
+
+}  // namespace
+}  // namespace missy
