@@ -21,11 +21,6 @@ namespace {
 // A model row's encoding when the row does not name one.
 constexpr char kDefaultModelEncoding[] = "o200k_base";
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-
 bool IsQuoted(const YAML::Node& node) { return node.Tag() == "!"; }
 
 // How a node looks, for "expected X, got Y" messages.
@@ -168,7 +163,7 @@ Status ParseModelRows(const YAML::Node& node, const std::string& path, ModelTabl
 Status ReadKey(const ConfigKey& key, const YAML::Node& node, DaemonConfig* c) {
   const std::string path = ContextKeyPath(key.path);
   return std::visit(
-      Overloaded{
+      RuleVisitor{
           [&](const IntRule& rule) -> Status {
             int64_t v = 0;
             MISSY_RETURN_IF_ERROR(ParseInt(node, path, &v));

@@ -13,11 +13,6 @@ namespace {
 
 constexpr size_t kCommentColumn = 32;  // where a key's "# doc" starts, when the line allows
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-
 // `text` as a YAML scalar that reads back as the same string: plain when it is a simple
 // word or path, double-quoted otherwise ("" and words YAML would read as bool or null).
 std::string YamlString(std::string_view text) {
@@ -44,7 +39,7 @@ std::string YamlString(std::string_view text) {
 // The key's value in `c`, as YAML.
 std::string ValueText(const ConfigKey& key, const DaemonConfig& c) {
   return std::visit(
-      Overloaded{
+      RuleVisitor{
           [&](const IntRule& r) { return std::to_string(r.field.get(c)); },
           [&](const NumberRule& r) { return FormatNumber(r.field.get(c)); },
           [&](const BoolRule& r) { return std::string(r.field.get(c) ? "true" : "false"); },

@@ -13,11 +13,6 @@ namespace {
 
 namespace json = boost::json;
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-
 json::value ModelRowsJson(const ModelTable& table) {
   json::array rows;
   for (const ModelSpec& m : table.rows()) {
@@ -32,7 +27,7 @@ json::value ModelRowsJson(const ModelTable& table) {
 
 json::value KeyJson(const ConfigKey& key, const DaemonConfig& c) {
   return std::visit(
-      Overloaded{
+      RuleVisitor{
           [&](const IntRule& r) -> json::value { return r.field.get(c); },
           [&](const NumberRule& r) -> json::value { return r.field.get(c); },
           [&](const BoolRule& r) -> json::value { return r.field.get(c); },

@@ -70,6 +70,13 @@ struct ModelRowsRule {
 
 using KeyRule = std::variant<IntRule, NumberRule, BoolRule, PathRule, ChoiceRule, ModelRowsRule>;
 
+// One lambda per rule type for std::visit over a KeyRule:
+// std::visit(RuleVisitor{[](const IntRule&) {...}, ...}, key.rule).
+template <class... Lambdas>
+struct RuleVisitor : Lambdas... {
+  using Lambdas::operator()...;
+};
+
 struct ConfigKey {
   std::string_view path;  // below `context:`, dot-separated: "budget.total"
   std::string_view doc;   // one line: the key's comment in the default file
