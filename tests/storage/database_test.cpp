@@ -1,204 +1,38 @@
+// The engine (storage/database.cpp): open, WAL, group commit, Txn hooks, WriteAsync,
+// read-only and full-disk behaviour.
 #include "storage/database.h"
-#include "storage/search.h"
 
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
-#include "storage/schema.h"
+#include "storage/search.h"
 #include "storage/sqlite.h"
+#include "storage/stores.h"
 #include "storage_test_util.h"
 #include "test_util.h"
 
 namespace missy {
 namespace {
 
-using ::missy::testing::ReadFileOrDie;
+using ::missy::testing::MakeSession;
+using ::missy::testing::New;
 using ::missy::testing::OpenDbOrDie;
 using ::missy::testing::RawExec;
+using ::missy::testing::RawQuery;
+using ::missy::testing::ReadFileOrDie;
+using ::missy::testing::SimpleSession;
 using ::missy::testing::TempDir;
-
-Session MakeSession(std::string id, int64_t now_ms = 1000) {
-  Session s;
-  s.id = std::move(id);
-  s.model = "gpt-4o";
-  s.system_prompt = "You are terse.";
-  s.tools_json = R"([{"type":"function","function":{"name":"ls"}}])";
-  s.metadata_json = R"({"agent":"test"})";
-  s.context_window = 128000;
-  s.strict = true;
-  s.created_at_ms = now_ms;
-  s.updated_at_ms = now_ms;
-  return s;
-}
-
-NewMessage New(Message m, int64_t tokens = 7, uint32_t flags = kFlagNone) {
-  return NewMessage{std::move(m), tokens, flags};
-}
-
-// The four shapes a message can take: string, parts with an image, null content with
-// tool calls, and a tool result.
-std::vector<NewMessage> FourShapes() {
-  Message parts;
-  parts.role = Role::kUser;
-  parts.content_form = ContentForm::kParts;
-  parts.parts = {ContentPart{ContentPart::Kind::kText, "what is in this picture?", "", ""},
-                 ContentPart{ContentPart::Kind::kImage, "", "data:image/png;base64,iVBORw0KGgo=", "low"}};
-  Message calls = Message::AssistantCalls(
-      {ToolCall{"call_1", "function", "read_file", R"({"path":"/etc/hosts"})"},
-       ToolCall{"call_2", "function", "ls", R"({"dir":"/tmp"})"}});
-  return {New(Message::User("héllo \"world\"\n"), 5), New(parts, 90),
-          New(calls, 30, kFlagUnansweredCall), New(Message::ToolResult("call_1", "127.0.0.1 localhost", "read_file"), 12)};
-}
-
-TEST(DatabaseTest, RoundTripsEveryMessageShape) {
-  TempDir dir;
-  auto db = OpenDbOrDie(dir.Join("m.db"));
-  ASSERT_TRUE(db);
-  ASSERT_TRUE(db->sessions.Create(MakeSession("s1")).ok());
-  std::vector<NewMessage> batch = FourShapes();
-  auto stored = db->messages.Append("s1", std::vector<NewMessage>(batch), 5000);
-  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
-  ASSERT_EQ(stored->size(), 4u);
-  for (size_t i = 0; i < 4; ++i) {
-    EXPECT_EQ((*stored)[i].seq, static_cast<int64_t>(i + 1));
-    EXPECT_EQ((*stored)[i].created_at_ms, 5000);
-  }
-
-  auto loaded = db->messages.Load("s1");
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  ASSERT_EQ(loaded->size(), 4u);
-  for (size_t i = 0; i < 4; ++i) {
-    SCOPED_TRACE(i);
-    const StoredMessage& m = (*loaded)[i];
-    EXPECT_EQ(m.seq, static_cast<int64_t>(i + 1));
-    EXPECT_EQ(m.created_at_ms, 5000);
-    EXPECT_EQ(m.tokens, batch[i].tokens);
-    EXPECT_EQ(m.flags, batch[i].flags);
-    EXPECT_EQ(m.message, batch[i].message);
-  }
-  EXPECT_EQ((*loaded)[1].message.content_form, ContentForm::kParts);
-  EXPECT_EQ((*loaded)[1].message.parts[1].image_url, "data:image/png;base64,iVBORw0KGgo=");
-  EXPECT_EQ((*loaded)[2].message.content_form, ContentForm::kNull);
-  EXPECT_EQ((*loaded)[2].message.tool_calls.size(), 2u);
-  EXPECT_EQ((*loaded)[3].message.tool_call_id, "call_1");
-
-  auto session = db->sessions.Get("s1");
-  ASSERT_TRUE(session.ok());
-  EXPECT_EQ(session->model, "gpt-4o");
-  EXPECT_EQ(session->system_prompt, "You are terse.");
-  EXPECT_EQ(session->tools_json, R"([{"type":"function","function":{"name":"ls"}}])");
-  EXPECT_EQ(session->metadata_json, R"({"agent":"test"})");
-  EXPECT_EQ(session->context_window, 128000);
-  EXPECT_TRUE(session->strict);
-  EXPECT_EQ(session->created_at_ms, 1000);
-  EXPECT_EQ(session->updated_at_ms, 5000);
-  EXPECT_EQ(session->message_count, 4);
-  EXPECT_EQ(session->total_tokens, 5 + 90 + 30 + 12);
-  EXPECT_EQ(session->last_seq, 4);
-}
-
-TEST(DatabaseTest, LoadMessagesHonoursAfterSeqAndLimit) {
-  TempDir dir;
-  auto db = OpenDbOrDie(dir.Join("m.db"));
-  ASSERT_TRUE(db->sessions.Create(MakeSession("s")).ok());
-  std::vector<NewMessage> batch;
-  for (int i = 1; i <= 10; ++i) batch.push_back(New(Message::User("m" + std::to_string(i))));
-  ASSERT_TRUE(db->messages.Append("s", std::move(batch), 1).ok());
-  auto some = db->messages.Load("s", 4, 3);
-  ASSERT_TRUE(some.ok());
-  ASSERT_EQ(some->size(), 3u);
-  EXPECT_EQ((*some)[0].seq, 5);
-  EXPECT_EQ((*some)[0].message.text, "m5");
-  EXPECT_EQ((*some)[2].seq, 7);
-  auto none = db->messages.Load("s", 10);
-  ASSERT_TRUE(none.ok());
-  EXPECT_TRUE(none->empty());
-  EXPECT_EQ(db->messages.Load("nope").status().code(), StatusCode::kNotFound);
-}
-
-TEST(DatabaseTest, ReopenKeepsSessionsMessagesAndSeq) {
-  TempDir dir;
-  const std::string path = dir.Join("m.db");
-  {
-    auto db = OpenDbOrDie(path);
-    ASSERT_TRUE(db->sessions.Create(MakeSession("s1")).ok());
-    ASSERT_TRUE(db->messages.Append("s1", FourShapes(), 10).ok());
-    ASSERT_TRUE(db->messages.Append("s1", {New(Message::User("second batch"))}, 11).ok());
-  }
-  auto db = OpenDbOrDie(path);
-  ASSERT_TRUE(db);
-  auto loaded = db->messages.Load("s1");
-  ASSERT_TRUE(loaded.ok());
-  ASSERT_EQ(loaded->size(), 5u);
-  EXPECT_EQ(loaded->back().message.text, "second batch");
-  EXPECT_EQ(loaded->back().seq, 5);
-  auto more = db->messages.Append("s1", {New(Message::Assistant("a")), New(Message::User("b"))}, 12);
-  ASSERT_TRUE(more.ok());
-  EXPECT_EQ((*more)[0].seq, 6);
-  EXPECT_EQ((*more)[1].seq, 7);
-  auto session = db->sessions.Get("s1");
-  ASSERT_TRUE(session.ok());
-  EXPECT_EQ(session->last_seq, 7);
-  EXPECT_EQ(session->message_count, 7);
-}
-
-TEST(DatabaseTest, SeqContinuesAcrossBatchesPerSession) {
-  TempDir dir;
-  auto db = OpenDbOrDie(dir.Join("m.db"));
-  ASSERT_TRUE(db->sessions.Create(MakeSession("a")).ok());
-  ASSERT_TRUE(db->sessions.Create(MakeSession("b")).ok());
-  auto a1 = db->messages.Append("a", {New(Message::User("1")), New(Message::User("2"))}, 1);
-  auto b1 = db->messages.Append("b", {New(Message::User("1"))}, 1);
-  auto a2 = db->messages.Append("a", {New(Message::User("3"))}, 2);
-  ASSERT_TRUE(a1.ok() && b1.ok() && a2.ok());
-  EXPECT_EQ((*b1)[0].seq, 1);
-  EXPECT_EQ((*a2)[0].seq, 3);
-  auto empty = db->messages.Append("a", {}, 3);
-  ASSERT_TRUE(empty.ok());
-  EXPECT_TRUE(empty->empty());
-  EXPECT_EQ(db->sessions.Get("a")->last_seq, 3);
-}
-
-TEST(DatabaseTest, DuplicateSessionIsAlreadyExistsAndLeavesTheFirst) {
-  TempDir dir;
-  auto db = OpenDbOrDie(dir.Join("m.db"));
-  ASSERT_TRUE(db->sessions.Create(MakeSession("dup")).ok());
-  Session other = MakeSession("dup", 99);
-  other.model = "other-model";
-  Status st = db->sessions.Create(other);
-  EXPECT_EQ(st.code(), StatusCode::kAlreadyExists);
-  EXPECT_NE(st.message().find("dup"), std::string::npos);
-  EXPECT_EQ(db->sessions.Get("dup")->model, "gpt-4o");
-  EXPECT_EQ(db->sessions.Create(MakeSession("")).code(), StatusCode::kInvalidArgument);
-}
-
-TEST(DatabaseTest, UnknownSessionIsNotFoundAndWritesNothing) {
-  TempDir dir;
-  auto db = OpenDbOrDie(dir.Join("m.db"));
-  auto r = db->messages.Append("ghost", {New(Message::User("x"))}, 1);
-  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(db->sessions.Get("ghost").status().code(), StatusCode::kNotFound);
-  auto sessions = db->sessions.List({});
-  ASSERT_TRUE(sessions.ok());
-  EXPECT_TRUE(sessions->empty());
-}
-
-TEST(DatabaseTest, ListSessionsPagesInCreationOrder) {
-  TempDir dir;
-  auto db = OpenDbOrDie(dir.Join("m.db"));
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(db->sessions.Create(MakeSession("s" + std::to_string(i), 100 + i)).ok());
-  auto page = db->sessions.List(ListOptions{2, 1});
-  ASSERT_TRUE(page.ok());
-  ASSERT_EQ(page->size(), 2u);
-  EXPECT_EQ((*page)[0].id, "s1");
-  EXPECT_EQ((*page)[1].id, "s2");
-}
 
 TEST(DatabaseTest, FreshDatabaseIsAtLatestVersionInWalMode) {
   TempDir dir;
@@ -213,60 +47,6 @@ TEST(DatabaseTest, FreshDatabaseIsAtLatestVersionInWalMode) {
   auto row = mode->Next();
   ASSERT_TRUE(row.ok() && *row);
   EXPECT_EQ(mode->Text(0), "wal");
-}
-
-// Builds a database at every earlier schema version (with a session and a message
-// once the tables exist), then opens it: it must migrate and keep the data.
-TEST(DatabaseTest, MigratesFromEveryEarlierVersion) {
-  for (int from = 0; from < Database::LatestSchemaVersion(); ++from) {
-    SCOPED_TRACE("from version " + std::to_string(from));
-    TempDir dir;
-    const std::string path = dir.Join("old.db");
-    {
-      auto conn = sqlite::Connection::Open(path, sqlite::Connection::Mode::kReadWriteCreate);
-      ASSERT_TRUE(conn.ok());
-      ASSERT_TRUE(schema::Migrate(**conn, from).ok());
-      ASSERT_EQ(*(*conn)->QueryInt("PRAGMA user_version"), from);
-      if (from >= 1) {
-        ASSERT_TRUE((*conn)
-                        ->Exec("INSERT INTO sessions (id, created_at_ms, updated_at_ms, message_count, "
-                               "total_tokens, last_seq) VALUES ('old', 1, 2, 1, 3, 1);"
-                               "INSERT INTO messages (session_id, seq, role, content, created_at_ms, tokens, "
-                               "text) VALUES ('old', 1, 'user', '\"from the past\"', 2, 3, 'from the past');")
-                        .ok());
-      }
-    }
-    auto db = OpenDbOrDie(path);
-    ASSERT_TRUE(db);
-    EXPECT_EQ(db.db->SchemaVersion(), Database::LatestSchemaVersion());
-    if (from >= 1) {
-      auto msgs = db->messages.Load("old");
-      ASSERT_TRUE(msgs.ok()) << msgs.status().ToString();
-      ASSERT_EQ(msgs->size(), 1u);
-      EXPECT_EQ((*msgs)[0].message.text, "from the past");
-      auto more = db->messages.Append("old", {New(Message::User("now"))}, 3);
-      ASSERT_TRUE(more.ok());
-      EXPECT_EQ((*more)[0].seq, 2);
-      // Rows written before the search index existed are indexed by the migration.
-      SearchOptions search;
-      search.query = "past";
-      auto hits = Search(*db.db, search);
-      ASSERT_TRUE(hits.ok()) << hits.status().ToString();
-      ASSERT_EQ(hits->size(), 1u);
-      EXPECT_EQ((*hits)[0].id, "old:1");
-    } else {
-      EXPECT_TRUE(db->sessions.Create(MakeSession("new")).ok());
-    }
-  }
-}
-
-TEST(DatabaseTest, MigratingAnExistingDatabaseTwiceIsANoOp) {
-  TempDir dir;
-  const std::string path = dir.Join("m.db");
-  { ASSERT_TRUE(OpenDbOrDie(path)->sessions.Create(MakeSession("s")).ok()); }
-  auto db = OpenDbOrDie(path);
-  EXPECT_EQ(db.db->SchemaVersion(), Database::LatestSchemaVersion());
-  EXPECT_TRUE(db->sessions.Get("s").ok());
 }
 
 TEST(DatabaseTest, RefusesNewerSchemaAndLeavesTheFileAlone) {
@@ -361,57 +141,6 @@ TEST(DatabaseTest, AFailingWriteDoesNotAffectConcurrentOnes) {
   EXPECT_EQ(db->sessions.Get("ok")->last_seq, 100);
 }
 
-TEST(DatabaseTest, AuditEventsAreChainedAndFiltered) {
-  TempDir dir;
-  const std::string path = dir.Join("m.db");
-  std::vector<AuditEvent> stored;
-  {
-    auto db = OpenDbOrDie(path);
-    for (int i = 0; i < 3; ++i) {
-      AuditEvent e;
-      e.timestamp_ms = 1700000000000 + i;
-      e.session_id = "s";
-      e.event_type = i == 1 ? "context.built" : "messages.appended";
-      e.category = "context";
-      e.result = "allow";
-      e.detail_json = R"({"n":)" + std::to_string(i) + "}";
-      auto r = db->audit.Append(e);
-      ASSERT_TRUE(r.ok()) << r.status().ToString();
-      stored.push_back(*r);
-    }
-  }
-  EXPECT_EQ(stored[0].seq, 1);
-  EXPECT_EQ(stored[2].seq, 3);
-  EXPECT_EQ(stored[0].prev_chain_hash, std::string(64, '0'));
-  EXPECT_EQ(stored[1].prev_chain_hash, sqlite::Sha256Hex(AuditEventToJsonLine(stored[0])));
-  EXPECT_EQ(stored[2].prev_chain_hash, sqlite::Sha256Hex(AuditEventToJsonLine(stored[1])));
-
-  auto db = OpenDbOrDie(path);  // the chain continues after a reopen
-  AuditEvent e;
-  e.event_type = "daemon.started";
-  auto fourth = db->audit.Append(e);
-  ASSERT_TRUE(fourth.ok());
-  EXPECT_EQ(fourth->seq, 4);
-  EXPECT_EQ(fourth->prev_chain_hash, sqlite::Sha256Hex(AuditEventToJsonLine(stored[2])));
-
-  auto all = db->audit.Since(0, 100);
-  ASSERT_TRUE(all.ok());
-  ASSERT_EQ(all->size(), 4u);
-  EXPECT_EQ((*all)[1].detail_json, R"({"n":1})");
-  EXPECT_EQ(AuditEventToJsonLine((*all)[2]), AuditEventToJsonLine(stored[2]));
-  auto since = db->audit.Since(2, 100);
-  ASSERT_EQ(since->size(), 2u);
-  EXPECT_EQ((*since)[0].seq, 3);
-  auto typed = db->audit.Since(0, 100, "messages.appended");
-  ASSERT_EQ(typed->size(), 2u);
-  EXPECT_EQ((*typed)[1].seq, 3);
-  EXPECT_EQ(db->audit.Since(0, 1)->size(), 1u);
-}
-
-TEST(DatabaseTest, Sha256HexMatchesTheStandardVector) {
-  EXPECT_EQ(sqlite::Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-}
-
 TEST(DatabaseTest, ReadOnlyDatabaseRefusesWritesButServesReads) {
   TempDir dir;
   const std::string path = dir.Join("m.db");
@@ -460,6 +189,304 @@ TEST(DatabaseTest, DiskFullFailsUnavailableAndWritesNothingHalfway) {
   auto again = db->messages.Append("s", {New(Message::User("after"))}, 3);
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ((*again)[0].seq, 2);
+}
+
+class ReadOnlyStoresTest : public testing::TwelveMessagesTest {};
+
+TEST_F(ReadOnlyStoresTest, ReadOnlyDatabaseServesEveryReadAndRefusesEveryWrite) {
+  MemoryItem m;
+  m.text = "readable memory";
+  ASSERT_TRUE(db_->memory.Add(m).ok());
+  db_.reset();
+  DatabaseOptions ro;
+  ro.read_only = true;
+  db_ = OpenDbOrDie(path_, ro);
+  ASSERT_TRUE(db_);
+  EXPECT_EQ(db_->messages.Load("s")->size(), 12u);
+  SearchOptions o;
+  o.query = "readable";
+  EXPECT_EQ(Search(*db_.db, o)->size(), 1u);
+  EXPECT_EQ(db_->memory.List({})->size(), 1u);
+  EXPECT_TRUE(db_->audit.Verify()->ok);
+  EXPECT_EQ(db_->memory.Add(m).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(db_->jobs.Enqueue("k", "s", "{}", 1).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(db_->summaries.Insert(Leaf(1, 2, "x")).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(db_->calibration.Put(Calibration{"m", 1, 1, 1}).code(), StatusCode::kUnavailable);
+}
+
+// --- Composed writes, hooks, WriteAsync (the Txn contract) -------------------------------
+
+class ComposedWriteTest : public testing::TwelveMessagesTest {
+ protected:
+  int64_t AuditCount() { return std::stoll(RawQuery(path_, "SELECT count(*) FROM audit_events")); }
+  AuditEvent Event(std::string type) {
+    AuditEvent e;
+    e.timestamp_ms = 7;
+    e.session_id = "s";
+    e.event_type = std::move(type);
+    e.category = "context";
+    e.result = "allow";
+    return e;
+  }
+};
+
+TEST_F(ComposedWriteTest, SeveralStoresWriteInOneTransaction) {
+  const WriterStats before = db_.db->GetWriterStats();
+  int64_t job_id = 0, audit_seq = 0;
+  Status st = db_.db->Write([&](Txn& txn) -> Status {
+    MISSY_RETURN_IF_ERROR(db_->messages.AddFlags(txn, "s", {1, 2}, kFlagPruned));
+    auto job = db_->jobs.Enqueue(txn, "summarize", "s", R"({"why":"composed"})", 50);
+    if (!job.ok()) return job.status();
+    job_id = job->job.id;
+    auto event = db_->audit.Append(txn, Event("context.pruned"));
+    if (!event.ok()) return event.status();
+    audit_seq = event->seq;
+    return Status::Ok();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  const WriterStats after = db_.db->GetWriterStats();
+  EXPECT_EQ(after.transactions, before.transactions + 1);
+  EXPECT_EQ(after.writes, before.writes + 1);
+  auto msgs = db_->messages.Load("s", 0, 3);
+  ASSERT_TRUE(msgs.ok());
+  EXPECT_EQ((*msgs)[0].flags, kFlagPruned);
+  EXPECT_EQ((*msgs)[1].flags, kFlagPruned);
+  EXPECT_EQ((*msgs)[2].flags, kFlagNone);
+  auto job = db_->jobs.Get(job_id);
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->payload_json, R"({"why":"composed"})");
+  EXPECT_EQ(audit_seq, 1);
+  EXPECT_EQ(AuditCount(), 1);
+}
+
+TEST_F(ComposedWriteTest, AFailureInTheMiddleLeavesNothing) {
+  ASSERT_TRUE(db_->audit.Append(Event("daemon.started")).ok());  // seq 1
+  std::vector<std::string> hooks;
+  Status st = db_.db->Write([&](Txn& txn) -> Status {
+    txn.OnCommit([&] { hooks.push_back("commit"); });
+    txn.OnRollback([&] { hooks.push_back("rollback"); });
+    MISSY_RETURN_IF_ERROR(db_->messages.AddFlags(txn, "s", {3}, kFlagPruned));
+    MISSY_RETURN_IF_ERROR(db_->jobs.Enqueue(txn, "summarize", "s", "{}", 60).status());
+    auto event = db_->audit.Append(txn, Event("context.pruned"));
+    if (!event.ok()) return event.status();
+    EXPECT_EQ(event->seq, 2);
+    return db_->sessions.SetAnchor(txn, "ghost", 4);  // fails: nothing above may stay
+  });
+  EXPECT_EQ(st.code(), StatusCode::kNotFound) << st.ToString();
+  EXPECT_EQ(hooks, (std::vector<std::string>{"rollback"}));
+  EXPECT_EQ(db_->messages.Load("s", 2, 1)->front().flags, kFlagNone);
+  auto active = db_->jobs.HasActive("s", "summarize");
+  ASSERT_TRUE(active.ok());
+  EXPECT_FALSE(*active);
+  EXPECT_EQ(AuditCount(), 1);
+  // The audit tail cached by the rolled-back append was dropped: the chain continues at 2.
+  auto next = db_->audit.Append(Event("context.built"));
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(next->seq, 2);
+  auto report = db_->audit.Verify();
+  ASSERT_TRUE(report.ok());
+  EXPECT_TRUE(report->ok) << report->reason;
+  EXPECT_EQ(report->checked, 2);
+}
+
+TEST_F(ComposedWriteTest, HooksRunInOrderOnTheWriterAfterTheCommit) {
+  std::vector<std::string> order;
+  std::thread::id hook_thread;
+  std::string seen_by_hook;
+  Status st = db_.db->Write([&](Txn& txn) -> Status {
+    MISSY_RETURN_IF_ERROR(db_->sessions.SetAnchor(txn, "s", 5));
+    txn.OnCommit([&] {
+      order.push_back("first");
+      hook_thread = std::this_thread::get_id();
+      // Committed: another connection sees the write.
+      seen_by_hook = RawQuery(path_, "SELECT anchor_seq FROM sessions WHERE id = 's'");
+    });
+    txn.OnCommit([&] { order.push_back("second"); });
+    txn.OnRollback([&] { order.push_back("rollback"); });
+    return Status::Ok();
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  // Both ran before Write returned, in registration order, and no rollback hook ran.
+  EXPECT_EQ(order, (std::vector<std::string>{"first", "second"}));
+  EXPECT_EQ(seen_by_hook, "5");
+  EXPECT_NE(hook_thread, std::this_thread::get_id());
+}
+
+TEST_F(ComposedWriteTest, AFailedWriteRunsOnlyItsRollbackHooksAndTheOtherOnlyItsCommitHooks) {
+  // Two writes in flight: one fails (its hooks: rollback only), one commits (commit only).
+  std::mutex mu;
+  std::vector<std::string> events;
+  auto record = [&](std::string e) {
+    std::lock_guard lock(mu);
+    events.push_back(std::move(e));
+  };
+  std::thread failing([&] {
+    Status st = db_.db->Write([&](Txn& txn) -> Status {
+      txn.OnCommit([&] { record("bad-commit"); });
+      txn.OnRollback([&] { record("bad-rollback"); });
+      return Status::Conflict("refused");
+    });
+    EXPECT_EQ(st.code(), StatusCode::kConflict);
+  });
+  Status st = db_.db->Write([&](Txn& txn) -> Status {
+    txn.OnCommit([&] { record("good-commit"); });
+    txn.OnRollback([&] { record("good-rollback"); });
+    return db_->sessions.SetAnchor(txn, "s", 3);
+  });
+  failing.join();
+  ASSERT_TRUE(st.ok());
+  std::sort(events.begin(), events.end());
+  EXPECT_EQ(events, (std::vector<std::string>{"bad-rollback", "good-commit"}));
+  EXPECT_EQ(db_->sessions.Get("s")->anchor_seq, 3);
+}
+
+TEST_F(ComposedWriteTest, WriteAsyncCallsDoneOnTheWriterAfterTheCommit) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  Status result = Status::Internal("not called");
+  std::thread::id done_thread;
+  std::vector<std::string> order;
+  std::string seen_by_done;
+  db_.db->WriteAsync(
+      [&](Txn& txn) -> Status {
+        txn.OnCommit([&] { order.push_back("hook"); });
+        return db_->sessions.SetAnchor(txn, "s", 9);
+      },
+      [&](Status st) {
+        order.push_back("done");
+        seen_by_done = RawQuery(path_, "SELECT anchor_seq FROM sessions WHERE id = 's'");
+        // Blocking Write from the writer thread would deadlock: it is refused.
+        Status nested = db_.db->Write([](Txn&) { return Status::Ok(); });
+        std::lock_guard lock(mu);
+        result = std::move(st);
+        done_thread = std::this_thread::get_id();
+        finished = nested.code() == StatusCode::kInternal;
+        cv.notify_all();
+      });
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return finished; }));
+  EXPECT_TRUE(result.ok()) << result.ToString();
+  EXPECT_NE(done_thread, std::this_thread::get_id());
+  EXPECT_EQ(order, (std::vector<std::string>{"hook", "done"}));
+  EXPECT_EQ(seen_by_done, "9");
+}
+
+TEST_F(ComposedWriteTest, WriteAsyncReportsAFailureAndStoresNothing) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<Status> result;
+  db_.db->WriteAsync(
+      [&](Txn& txn) -> Status {
+        MISSY_RETURN_IF_ERROR(db_->messages.AddFlags(txn, "s", {1}, kFlagPruned));
+        return db_->messages.AddFlags(txn, "ghost", {1}, kFlagPruned);
+      },
+      [&](Status st) {
+        std::lock_guard lock(mu);
+        result = std::move(st);
+        cv.notify_all();
+      });
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return result.has_value(); }));
+  EXPECT_EQ(result->code(), StatusCode::kNotFound);
+  EXPECT_EQ(db_->messages.Load("s", 0, 1)->front().flags, kFlagNone);
+}
+
+TEST(DatabaseTest, ConcurrentWriteAsyncCallsBatchIntoFewerTransactions) {
+  TempDir dir;
+  auto db = OpenDbOrDie(dir.Join("m.db"));
+  ASSERT_TRUE(db);
+  ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
+  const WriterStats before = db.db->GetWriterStats();
+  constexpr int kWrites = 200;
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0, failed = 0;
+  std::set<std::thread::id> done_threads;
+  for (int i = 0; i < kWrites; ++i) {
+    db.db->WriteAsync(
+        [&, i](Txn& txn) -> Status {
+          return db->messages.Append(txn, "s", {New(Message::User("async " + std::to_string(i)))}, i)
+              .status();
+        },
+        [&](Status st) {
+          std::lock_guard lock(mu);
+          ++done;
+          failed += st.ok() ? 0 : 1;
+          done_threads.insert(std::this_thread::get_id());
+          cv.notify_all();
+        });
+  }
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return done == kWrites; }));
+  }
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(done_threads.size(), 1u);  // the writer thread
+  EXPECT_EQ(done_threads.count(std::this_thread::get_id()), 0u);
+  const WriterStats after = db.db->GetWriterStats();
+  EXPECT_EQ(after.writes - before.writes, kWrites);
+  EXPECT_LT(after.transactions - before.transactions, kWrites / 2)
+      << "queued writes should share transactions";
+  EXPECT_GT(after.max_batch, 1);
+  auto session = db->sessions.Get("s");
+  ASSERT_TRUE(session.ok());
+  EXPECT_EQ(session->message_count, kWrites);
+  EXPECT_EQ(session->last_seq, kWrites);
+}
+
+TEST(DatabaseTest, ClosingServesEveryQueuedAsyncWrite) {
+  TempDir dir;
+  const std::string path = dir.Join("m.db");
+  std::atomic<int> ok{0};
+  {
+    auto db = OpenDbOrDie(path);
+    ASSERT_TRUE(db);
+    ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
+    for (int i = 0; i < 50; ++i) {
+      db.db->WriteAsync(
+          [&, i](Txn& txn) -> Status {
+            return db->messages.Append(txn, "s", {New(Message::User("m" + std::to_string(i)))}, i)
+                .status();
+          },
+          [&](Status st) { ok += st.ok() ? 1 : 0; });
+    }
+  }  // the destructor serves the queue first
+  EXPECT_EQ(ok.load(), 50);
+  auto db = OpenDbOrDie(path);
+  EXPECT_EQ(db->sessions.Get("s")->message_count, 50);
+}
+
+TEST(DatabaseTest, CountsCommitsAndSetsTheCacheSizeOfEveryConnection) {
+  TempDir dir;
+  DatabaseOptions options;
+  options.cache_kib_per_connection = 512;
+  auto db = OpenDbOrDie(dir.Join("m.db"), options);
+  ASSERT_TRUE(db);
+  ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
+  int64_t reader_cache = 0;
+  ASSERT_TRUE(db.db->Read([&](sqlite::Connection& c) -> Status {
+                     auto v = c.QueryInt("PRAGMA cache_size");
+                     if (!v.ok()) return v.status();
+                     reader_cache = *v;
+                     return Status::Ok();
+                   })
+                  .ok());
+  EXPECT_EQ(reader_cache, -512);
+  int64_t writer_cache = 0;
+  ASSERT_TRUE(db.db->Write([&](Txn& txn) -> Status {
+                     auto v = txn.conn().QueryInt("PRAGMA cache_size");
+                     if (!v.ok()) return v.status();
+                     writer_cache = *v;
+                     return Status::Ok();
+                   })
+                  .ok());
+  EXPECT_EQ(writer_cache, -512);
+  const WriterStats stats = db.db->GetWriterStats();
+  EXPECT_EQ(stats.transactions, 2);
+  EXPECT_EQ(stats.commits_with_fsync, stats.transactions + stats.index_transactions);
+  EXPECT_EQ(DatabaseOptions{}.cache_kib_per_connection, 2048);
+  EXPECT_EQ(DatabaseOptions{}.max_readers, 4);
 }
 
 }  // namespace

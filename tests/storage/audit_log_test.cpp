@@ -1,7 +1,12 @@
-// The audit log's hash chain, verification and retention (storage/database.cpp).
+// The audit log (storage/audit_log.cpp): hash chain, verification, retention, tail cache,
+// outbox cursors.
+#include "storage/audit_log.h"
+
 #include <gtest/gtest.h>
 
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "storage/database.h"
 #include "storage/sqlite.h"
@@ -174,6 +179,101 @@ TEST_F(AuditChainTest, ConcurrentAppendsFormOneChain) {
   EXPECT_TRUE(report.ok) << report.reason;
   EXPECT_EQ(report.checked, 210);
   EXPECT_EQ(report.last_seq, 210);
+}
+
+
+TEST(AuditLogTest, AuditEventsAreChainedAndFiltered) {
+  TempDir dir;
+  const std::string path = dir.Join("m.db");
+  std::vector<AuditEvent> stored;
+  {
+    auto db = OpenDbOrDie(path);
+    for (int i = 0; i < 3; ++i) {
+      AuditEvent e;
+      e.timestamp_ms = 1700000000000 + i;
+      e.session_id = "s";
+      e.event_type = i == 1 ? "context.built" : "messages.appended";
+      e.category = "context";
+      e.result = "allow";
+      e.detail_json = R"({"n":)" + std::to_string(i) + "}";
+      auto r = db->audit.Append(e);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      stored.push_back(*r);
+    }
+  }
+  EXPECT_EQ(stored[0].seq, 1);
+  EXPECT_EQ(stored[2].seq, 3);
+  EXPECT_EQ(stored[0].prev_chain_hash, std::string(64, '0'));
+  EXPECT_EQ(stored[1].prev_chain_hash, sqlite::Sha256Hex(AuditEventToJsonLine(stored[0])));
+  EXPECT_EQ(stored[2].prev_chain_hash, sqlite::Sha256Hex(AuditEventToJsonLine(stored[1])));
+
+  auto db = OpenDbOrDie(path);  // the chain continues after a reopen
+  AuditEvent e;
+  e.event_type = "daemon.started";
+  auto fourth = db->audit.Append(e);
+  ASSERT_TRUE(fourth.ok());
+  EXPECT_EQ(fourth->seq, 4);
+  EXPECT_EQ(fourth->prev_chain_hash, sqlite::Sha256Hex(AuditEventToJsonLine(stored[2])));
+
+  auto all = db->audit.Since(0, 100);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 4u);
+  EXPECT_EQ((*all)[1].detail_json, R"({"n":1})");
+  EXPECT_EQ(AuditEventToJsonLine((*all)[2]), AuditEventToJsonLine(stored[2]));
+  auto since = db->audit.Since(2, 100);
+  ASSERT_EQ(since->size(), 2u);
+  EXPECT_EQ((*since)[0].seq, 3);
+  auto typed = db->audit.Since(0, 100, "messages.appended");
+  ASSERT_EQ(typed->size(), 2u);
+  EXPECT_EQ((*typed)[1].seq, 3);
+  EXPECT_EQ(db->audit.Since(0, 1)->size(), 1u);
+}
+
+TEST(AuditLogTest, OutboxCursorsNeverMoveBackAndSurviveReopen) {
+  TempDir dir;
+  const std::string path = dir.Join("m.db");
+  {
+    auto db = OpenDbOrDie(path);
+    auto fresh = db->audit.OutboxCursor("nats");
+    ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+    EXPECT_EQ(*fresh, 0);
+    ASSERT_TRUE(db->audit.AdvanceOutbox("nats", 10).ok());
+    ASSERT_TRUE(db->audit.AdvanceOutbox("nats", 4).ok());  // late ack: ignored
+    EXPECT_EQ(*db->audit.OutboxCursor("nats"), 10);
+    ASSERT_TRUE(db->audit.AdvanceOutbox("nats", 12).ok());
+    ASSERT_TRUE(db->audit.AdvanceOutbox("mirror", 3).ok());
+    EXPECT_EQ(db->audit.AdvanceOutbox("", 1).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(db->audit.AdvanceOutbox("nats", -1).code(), StatusCode::kInvalidArgument);
+  }
+  auto db = OpenDbOrDie(path);
+  EXPECT_EQ(*db->audit.OutboxCursor("nats"), 12);
+  EXPECT_EQ(*db->audit.OutboxCursor("mirror"), 3);
+  EXPECT_EQ(*db->audit.OutboxCursor("other"), 0);
+  // A composed write: an append and the cursor move commit together, or neither does.
+  Status st = db.db->Write([&](Txn& txn) -> Status {
+    MISSY_RETURN_IF_ERROR(db->audit.AdvanceOutbox(txn, "nats", 20));
+    return Status::Conflict("broker did not ack");
+  });
+  EXPECT_EQ(st.code(), StatusCode::kConflict);
+  EXPECT_EQ(*db->audit.OutboxCursor("nats"), 12);
+}
+
+TEST(AuditLogTest, TwoAuditLogsOverOneDatabaseShareTheTail) {
+  TempDir dir;
+  auto db = OpenDbOrDie(dir.Join("m.db"));
+  AuditLog other(*db.db);
+  for (int i = 0; i < 6; ++i) {
+    AuditEvent e;
+    e.event_type = "context.built";
+    e.timestamp_ms = i;
+    auto r = (i % 2 ? other : db->audit).Append(e);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->seq, i + 1);
+  }
+  auto report = other.Verify();
+  ASSERT_TRUE(report.ok());
+  EXPECT_TRUE(report->ok) << report->reason;
+  EXPECT_EQ(report->checked, 6);
 }
 
 }  // namespace

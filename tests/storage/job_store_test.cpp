@@ -1,7 +1,7 @@
-// The job queue (storage/database.cpp): dedup, leases, completion, backoff, expiry.
+// The job queue (storage/job_store.cpp): dedup, leases, completion, backoff, expiry.
 #include <gtest/gtest.h>
 
-#include "storage/database.h"
+#include "storage/job_store.h"
 #include "storage_test_util.h"
 #include "test_util.h"
 
@@ -11,7 +11,7 @@ namespace {
 using ::missy::testing::OpenDbOrDie;
 using ::missy::testing::TempDir;
 
-class JobsTest : public ::testing::Test {
+class JobStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
     path_ = dir_.Join("m.db");
@@ -33,7 +33,7 @@ class JobsTest : public ::testing::Test {
   testing::TestDb db_;
 };
 
-TEST_F(JobsTest, EnqueueIsDeduplicatedPerSessionAndKindWhileActive) {
+TEST_F(JobStoreTest, EnqueueIsDeduplicatedPerSessionAndKindWhileActive) {
   auto a = db_->jobs.Enqueue("summarize", "s1", R"({"reason":"threshold"})", 100);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_TRUE(a->created);
@@ -58,7 +58,7 @@ TEST_F(JobsTest, EnqueueIsDeduplicatedPerSessionAndKindWhileActive) {
   EXPECT_EQ(db_->jobs.List({})->size(), 4u);
 }
 
-TEST_F(JobsTest, ClaimTakesTheDueJobsInOrderWithALease) {
+TEST_F(JobStoreTest, ClaimTakesTheDueJobsInOrderWithALease) {
   auto first = db_->jobs.Enqueue("summarize", "a", "{}", 10);
   auto second = db_->jobs.Enqueue("summarize", "b", "{}", 20);
   EXPECT_TRUE(NothingDue(5));  // not yet due
@@ -71,7 +71,7 @@ TEST_F(JobsTest, ClaimTakesTheDueJobsInOrderWithALease) {
   EXPECT_TRUE(NothingDue(100));
 }
 
-TEST_F(JobsTest, CompleteOnlyARunningJob) {
+TEST_F(JobStoreTest, CompleteOnlyARunningJob) {
   auto q = db_->jobs.Enqueue("summarize", "a", "{}", 10);
   EXPECT_EQ(db_->jobs.Complete(q->job.id, 11).code(), StatusCode::kConflict);
   EXPECT_EQ(db_->jobs.Complete(999, 11).code(), StatusCode::kNotFound);
@@ -83,7 +83,7 @@ TEST_F(JobsTest, CompleteOnlyARunningJob) {
   EXPECT_EQ(db_->jobs.Complete(j.id, 31).code(), StatusCode::kConflict);
 }
 
-TEST_F(JobsTest, FailRetriesWithExponentialBackoffThenGivesUp) {
+TEST_F(JobStoreTest, FailRetriesWithExponentialBackoffThenGivesUp) {
   RetryPolicy policy;
   policy.max_attempts = 3;
   policy.base_delay_ms = 1000;
@@ -111,7 +111,7 @@ TEST_F(JobsTest, FailRetriesWithExponentialBackoffThenGivesUp) {
   EXPECT_TRUE(db_->jobs.Enqueue("summarize", "a", "{}", 4000)->created);
 }
 
-TEST_F(JobsTest, BackoffIsCapped) {
+TEST_F(JobStoreTest, BackoffIsCapped) {
   RetryPolicy policy;
   policy.max_attempts = 100;
   policy.base_delay_ms = 1000;
@@ -128,7 +128,7 @@ TEST_F(JobsTest, BackoffIsCapped) {
   EXPECT_EQ(last_delay, 5000);
 }
 
-TEST_F(JobsTest, ExpiredLeasesAreRequeuedAndSurviveRestart) {
+TEST_F(JobStoreTest, ExpiredLeasesAreRequeuedAndSurviveRestart) {
   auto q = db_->jobs.Enqueue("summarize", "a", "{}", 0);
   Job j = Claim(100, 1000);  // lease until 1100; the worker then "crashes"
   EXPECT_TRUE(NothingDue(1000));  // still leased
@@ -148,7 +148,7 @@ TEST_F(JobsTest, ExpiredLeasesAreRequeuedAndSurviveRestart) {
   EXPECT_EQ(db_->jobs.Complete(again.id, 1201).code(), StatusCode::kConflict);
 }
 
-TEST_F(JobsTest, ClaimReclaimsAnExpiredLeaseDirectly) {
+TEST_F(JobStoreTest, ClaimReclaimsAnExpiredLeaseDirectly) {
   auto q = db_->jobs.Enqueue("summarize", "a", "{}", 0);
   Job j = Claim(0, 500);
   EXPECT_TRUE(NothingDue(499));
@@ -156,6 +156,38 @@ TEST_F(JobsTest, ClaimReclaimsAnExpiredLeaseDirectly) {
   EXPECT_EQ(again.id, j.id);
   EXPECT_EQ(again.attempts, 2);
   EXPECT_EQ(again.lease_until_ms, 1001);
+}
+
+TEST_F(JobStoreTest, HasActiveSeesQueuedAndRunningJobsOnly) {
+  EXPECT_FALSE(*db_->jobs.HasActive("s", "summarize"));
+  ASSERT_TRUE(db_->jobs.Enqueue("summarize", "s", "{}", 0).ok());
+  EXPECT_TRUE(*db_->jobs.HasActive("s", "summarize"));
+  EXPECT_FALSE(*db_->jobs.HasActive("s", "condense"));
+  EXPECT_FALSE(*db_->jobs.HasActive("t", "summarize"));
+  Job j = Claim(1);
+  EXPECT_TRUE(*db_->jobs.HasActive("s", "summarize"));  // running
+  ASSERT_TRUE(db_->jobs.Complete(j.id, 2).ok());
+  EXPECT_FALSE(*db_->jobs.HasActive("s", "summarize"));
+}
+
+TEST_F(JobStoreTest, CompletingAJobComposesWithItsResult) {
+  ASSERT_TRUE(db_->sessions.Create(testing::SimpleSession("s")).ok());
+  ASSERT_TRUE(db_->jobs.Enqueue("summarize", "s", "{}", 0).ok());
+  Job j = Claim(1);
+  // The result and the completion commit together: a failing result leaves the job running.
+  Status st = db_.db->Write([&](Txn& txn) -> Status {
+    MISSY_RETURN_IF_ERROR(db_->jobs.Complete(txn, j.id, 2));
+    return db_->sessions.SetAnchor(txn, "ghost", 1);
+  });
+  EXPECT_EQ(st.code(), StatusCode::kNotFound);
+  EXPECT_EQ(db_->jobs.Get(j.id)->state, "running");
+  st = db_.db->Write([&](Txn& txn) -> Status {
+    MISSY_RETURN_IF_ERROR(db_->jobs.Complete(txn, j.id, 3));
+    return db_->sessions.SetAnchor(txn, "s", 1);
+  });
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(db_->jobs.Get(j.id)->state, "done");
+  EXPECT_EQ(db_->sessions.Get("s")->anchor_seq, 1);
 }
 
 }  // namespace
