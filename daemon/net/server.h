@@ -51,7 +51,8 @@ struct HttpResponse {
 };
 
 // The body of a streamed (chunked) response. Thread-safe; no call blocks: writes are
-// queued and sent in order on the connection's strand.
+// queued and sent in order on the connection's strand. A producer that may run ahead of
+// its peer by more than NetOptions::stream_buffer_bytes paces itself with buffered().
 class BodyStream {
  public:
   // Ends the body if End() was not called.
@@ -60,6 +61,8 @@ class BodyStream {
   // When the unsent bytes exceed NetOptions::stream_buffer_bytes the peer is too slow:
   // the connection is closed and closed() turns true.
   virtual void Write(std::string chunk) = 0;
+  // Bytes written and not yet handed to the socket.
+  virtual size_t buffered() const = 0;
   // Sends the last chunk; the connection then serves its next request (keep-alive).
   // Idempotent.
   virtual void End() = 0;

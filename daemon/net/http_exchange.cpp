@@ -1,0 +1,178 @@
+// HttpExchange and BodyStream implementations. See http_exchange.h.
+#include "daemon/net/http_exchange.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+#include <utility>
+
+namespace missy::net {
+
+std::string JsonError(std::string_view code, std::string_view message) {
+  boost::json::object err;
+  err["code"] = code;
+  err["message"] = message;
+  err["field"] = "";
+  boost::json::object root;
+  root["error"] = std::move(err);
+  return boost::json::serialize(root);
+}
+
+// ---------------------------------------------------------------------------------------
+// StreamState.
+
+bool StreamState::NotifyLocked() {
+  if (notified_) return false;
+  notified_ = true;
+  return true;
+}
+
+bool StreamState::Write(std::string chunk) {
+  if (chunk.empty()) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (dead_.load() || ended_.load()) return false;
+  unsent_ += chunk.size();
+  if (unsent_ > limit_) {
+    spdlog::warn("stream cut: the peer reads too slowly ({} unsent bytes, limit {})", unsent_,
+                 limit_);
+    cut_ = true;
+    dead_ = true;
+    queue_.clear();
+    return NotifyLocked();
+  }
+  queue_.push_back(std::move(chunk));
+  return NotifyLocked();
+}
+
+bool StreamState::End() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ended_.exchange(true) || dead_.load()) return false;
+  return NotifyLocked();
+}
+
+StreamState::Batch StreamState::Take(size_t max_bytes) {
+  Batch batch;
+  std::lock_guard<std::mutex> lock(mu_);
+  notified_ = false;
+  if (cut_) {
+    batch.cut = true;
+    return batch;
+  }
+  while (!queue_.empty() && (batch.chunks.empty() || batch.bytes < max_bytes)) {
+    batch.bytes += queue_.front().size();
+    batch.chunks.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  if (queue_.empty() && ended_.load() && !end_taken_) {
+    end_taken_ = true;
+    batch.last = true;
+  }
+  return batch;
+}
+
+size_t StreamState::unsent() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return unsent_;
+}
+
+void StreamState::Written(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  unsent_ -= std::min(unsent_, bytes);
+}
+
+void StreamState::MarkDead() {
+  std::lock_guard<std::mutex> lock(mu_);
+  dead_ = true;
+  queue_.clear();
+  unsent_ = 0;
+}
+
+// ---------------------------------------------------------------------------------------
+// BodyStream.
+
+namespace {
+
+class BodyStreamImpl final : public BodyStream {
+ public:
+  BodyStreamImpl(std::weak_ptr<ExchangeTarget> target, std::shared_ptr<LoopGate> gate,
+                 std::shared_ptr<StreamState> state)
+      : target_(std::move(target)), gate_(std::move(gate)), state_(std::move(state)) {}
+  ~BodyStreamImpl() override { End(); }
+
+  void Write(std::string chunk) override {
+    if (state_->Write(std::move(chunk))) Notify();
+  }
+  void End() override {
+    if (state_->End()) Notify();
+  }
+  bool closed() const override { return state_->closed(); }
+  size_t buffered() const override { return state_->unsent(); }
+
+ private:
+  void Notify() {
+    bool delivered =
+        gate_ && WithTarget(gate_, target_, [&](ExchangeTarget& t) { t.StreamActivity(state_); });
+    if (!delivered) state_->MarkDead();
+  }
+
+  std::weak_ptr<ExchangeTarget> target_;
+  std::shared_ptr<LoopGate> gate_;
+  std::shared_ptr<StreamState> state_;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Exchange.
+
+Exchange::Exchange(std::weak_ptr<ExchangeTarget> target, std::shared_ptr<LoopGate> gate,
+                   uint64_t request_id, size_t stream_limit, std::string what)
+    : target_(std::move(target)),
+      gate_(std::move(gate)),
+      request_id_(request_id),
+      stream_limit_(stream_limit),
+      what_(std::move(what)) {}
+
+Exchange::~Exchange() {
+  if (answered_.exchange(true)) return;
+  spdlog::error("handler for {} dropped its exchange without answering", what_);
+  Deliver(
+      HttpResponse{500, "application/json", JsonError("internal", "the handler did not answer")});
+}
+
+bool Exchange::Deliver(HttpResponse response) {
+  return WithTarget(gate_, target_,
+                    [&](ExchangeTarget& t) { t.Answer(request_id_, std::move(response)); });
+}
+
+void Exchange::Send(HttpResponse response) {
+  if (answered_.exchange(true)) {
+    spdlog::warn("handler for {} answered twice; the second answer is ignored", what_);
+    return;
+  }
+  if (!Deliver(std::move(response))) {
+    spdlog::debug("answer to {} dropped: the connection is gone", what_);
+  }
+}
+
+void Exchange::SendIfUnanswered(HttpResponse response) {
+  if (answered_.exchange(true)) return;
+  Deliver(std::move(response));
+}
+
+std::shared_ptr<BodyStream> Exchange::Stream(int status, std::string content_type) {
+  auto state = std::make_shared<StreamState>(stream_limit_);
+  if (answered_.exchange(true)) {
+    spdlog::warn("handler for {} answered twice; the stream is ignored", what_);
+    state->MarkDead();
+    return std::make_shared<BodyStreamImpl>(std::weak_ptr<ExchangeTarget>(), nullptr, state);
+  }
+  bool delivered = WithTarget(gate_, target_, [&](ExchangeTarget& t) {
+    t.BeginStream(request_id_, state, status, std::move(content_type));
+  });
+  if (!delivered) state->MarkDead();
+  return std::make_shared<BodyStreamImpl>(target_, gate_, std::move(state));
+}
+
+}  // namespace missy::net

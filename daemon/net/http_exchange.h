@@ -1,0 +1,109 @@
+// HttpExchange and BodyStream as handed to handlers (internal to daemon/net; no Asio).
+//
+// An exchange reaches its connection through a weak reference and the server's LoopGate,
+// so it never keeps a connection or the event loop alive: an answer that arrives after
+// the connection closed, or after the server went away, is dropped. A stream's chunks
+// wait in a StreamState that the connection drains on its strand.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "daemon/net/connection.h"
+#include "daemon/net/server.h"
+
+namespace missy::net {
+
+// The queue between one BodyStream (any thread) and its connection (its strand).
+class StreamState {
+ public:
+  explicit StreamState(size_t limit) : limit_(limit) {}
+
+  // Producer side; each returns true when the connection must be notified (at most one
+  // notification is outstanding). Over `limit` unsent bytes the stream is cut.
+  bool Write(std::string chunk);
+  bool End();
+  bool closed() const { return dead_.load() || ended_.load(); }
+  size_t unsent() const;
+
+  // Connection side.
+  struct Batch {
+    std::vector<std::string> chunks;
+    size_t bytes = 0;
+    bool last = false;  // End() was called and every chunk is in this or an earlier batch
+    bool cut = false;   // the producer overran the limit: close the connection
+  };
+  // Up to about `max_bytes` of queued chunks (at least one). Clears the notification.
+  Batch Take(size_t max_bytes);
+  // `bytes` of taken chunks were written.
+  void Written(size_t bytes);
+  // The connection is gone; later writes are dropped.
+  void MarkDead();
+
+ private:
+  bool NotifyLocked();
+
+  const size_t limit_;
+  mutable std::mutex mu_;
+  std::deque<std::string> queue_;
+  size_t unsent_ = 0;  // queued or being written
+  bool end_taken_ = false;
+  bool cut_ = false;
+  bool notified_ = false;
+  std::atomic<bool> dead_{false};
+  std::atomic<bool> ended_{false};
+};
+
+// The connection side of an exchange. Thread-safe: each call posts to the strand.
+class ExchangeTarget {
+ public:
+  virtual ~ExchangeTarget() = default;
+  virtual void Answer(uint64_t request_id, HttpResponse response) = 0;
+  virtual void BeginStream(uint64_t request_id, std::shared_ptr<StreamState> state, int status,
+                           std::string content_type) = 0;
+  // Chunks were queued, End() was called or the stream was cut.
+  virtual void StreamActivity(std::shared_ptr<StreamState> state) = 0;
+};
+
+class Exchange final : public HttpExchange {
+ public:
+  // `what` ("POST /v1/x") names the request in logs.
+  Exchange(std::weak_ptr<ExchangeTarget> target, std::shared_ptr<LoopGate> gate,
+           uint64_t request_id, size_t stream_limit, std::string what);
+  // Answers 500 "the handler did not answer" if nothing was sent.
+  ~Exchange() override;
+
+  void Send(HttpResponse response) override;
+  std::shared_ptr<BodyStream> Stream(int status, std::string content_type) override;
+  // Sends `response` unless the exchange was answered already (quietly).
+  void SendIfUnanswered(HttpResponse response);
+
+ private:
+  bool Deliver(HttpResponse response);
+
+  std::weak_ptr<ExchangeTarget> target_;
+  std::shared_ptr<LoopGate> gate_;
+  const uint64_t request_id_;
+  const size_t stream_limit_;
+  const std::string what_;
+  std::atomic<bool> answered_{false};
+};
+
+// Runs fn(target) while the gate is open and the target alive; false otherwise.
+template <typename Fn>
+bool WithTarget(const std::shared_ptr<LoopGate>& gate, const std::weak_ptr<ExchangeTarget>& target,
+                Fn&& fn) {
+  std::lock_guard<std::mutex> lock(gate->mu);
+  if (!gate->open) return false;
+  std::shared_ptr<ExchangeTarget> t = target.lock();
+  if (!t) return false;
+  fn(*t);
+  return true;
+}
+
+}  // namespace missy::net

@@ -1,0 +1,459 @@
+// One HTTP/1.1 connection on its own strand (Beast's session pattern, bmcweb's AsyncResp
+// for answers). See server.h for the contract.
+//
+// A request is read, handed to the handler with an Exchange, and nothing more is read
+// until the answer (a response, or a stream up to its last chunk) has been written. The
+// exchange reaches back through ExchangeTarget, whose methods post to the strand.
+#include <errno.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/basic_stream.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <cctype>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "daemon/net/connection.h"
+#include "daemon/net/http_exchange.h"
+
+namespace missy::net {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using Local = asio::local::stream_protocol;
+using error_code = boost::system::error_code;
+
+constexpr size_t kStreamWriteBytes = 256 * 1024;  // one gathered write of a stream
+
+std::string ChunkSizeLine(size_t size) {
+  char buf[24];
+  int n = snprintf(buf, sizeof(buf), "%zx\r\n", size);
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+class HttpSession final : public Connection,
+                          public ExchangeTarget,
+                          public std::enable_shared_from_this<HttpSession> {
+ public:
+  HttpSession(ServerContext* server, Local::socket socket, PeerCred peer)
+      : server_(server), stream_(std::move(socket)), peer_(peer) {}
+
+  // Connection.
+  void Start() override {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->WaitForRequest(); });
+  }
+  void OnServerStopping() override {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] {
+      if (!self->busy_) self->Close();
+    });
+  }
+  void ForceClose() override {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] { self->Close(); });
+  }
+
+  // ExchangeTarget.
+  void Answer(uint64_t request_id, HttpResponse response) override {
+    asio::post(stream_.get_executor(),
+               [self = shared_from_this(), request_id, response = std::move(response)]() mutable {
+                 self->OnAnswer(request_id, std::move(response));
+               });
+  }
+  void BeginStream(uint64_t request_id, std::shared_ptr<StreamState> state, int status,
+                   std::string content_type) override {
+    asio::post(stream_.get_executor(),
+               [self = shared_from_this(), request_id, state = std::move(state), status,
+                content_type = std::move(content_type)]() mutable {
+                 self->OnBeginStream(request_id, std::move(state), status, std::move(content_type));
+               });
+  }
+  void StreamActivity(std::shared_ptr<StreamState> state) override {
+    asio::post(stream_.get_executor(), [self = shared_from_this(), state = std::move(state)] {
+      if (state == self->out_state_) self->FlushStream();
+    });
+  }
+
+ private:
+  using Stream = beast::basic_stream<Local, asio::any_io_executor, beast::unlimited_rate_policy>;
+
+  // Reading a request.
+  void WaitForRequest();
+  void OnIdleRead(const error_code& ec, size_t n);
+  void StartRequest();
+  void OnHeader(const error_code& ec);
+  void ReadBody();
+  void OnRead(const error_code& ec);
+  void OnReadError(const error_code& ec);
+  void Handle();
+
+  // Answering with one response.
+  void OnAnswer(uint64_t request_id, HttpResponse response);
+  void Send(int status, std::string content_type, std::string body, bool keep_alive);
+  void OnWrite(const error_code& ec, bool keep_alive);
+
+  // Answering with a stream.
+  void OnBeginStream(uint64_t request_id, std::shared_ptr<StreamState> state, int status,
+                     std::string content_type);
+  void FlushStream();
+  void OnStreamWrite(const error_code& ec, size_t payload_bytes, bool last);
+  void FinishStream();
+  void WatchPeer();
+  void OnPeerReadable(const error_code& ec, uint64_t generation);
+  void StopWatching();
+
+  void Close();
+
+  ServerContext* server_;
+  Stream stream_;
+  PeerCred peer_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::response<http::string_body>> response_;
+  bool busy_ = false;  // a request has started arriving and is not answered yet
+  bool closed_ = false;
+
+  // The request being answered.
+  uint64_t request_id_ = 0;
+  bool awaiting_answer_ = false;
+  bool request_keep_alive_ = false;
+  unsigned request_version_ = 11;
+
+  // The stream being written (out_state_ is null when there is none).
+  std::shared_ptr<StreamState> out_state_;
+  std::string out_head_;  // status line and headers, not yet written
+  bool out_chunked_ = true;
+  bool out_keep_alive_ = false;
+  bool out_writing_ = false;
+  std::vector<std::string> out_parts_;  // what the write in flight points into
+  bool watching_ = false;               // waiting for the peer to close during a stream
+  uint64_t watch_generation_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// Reading a request.
+
+void HttpSession::WaitForRequest() {
+  if (closed_) return;
+  if (server_->stopping()) return Close();
+  if (buffer_.size() > 0) return StartRequest();  // pipelined bytes already here
+  // Idle keep-alive connections get the same timeout as a request.
+  stream_.expires_after(server_->options().read_timeout);
+  stream_.async_read_some(
+      buffer_.prepare(4096),
+      [self = shared_from_this()](const error_code& ec, size_t n) { self->OnIdleRead(ec, n); });
+}
+
+void HttpSession::OnIdleRead(const error_code& ec, size_t n) {
+  if (ec) return Close();  // timeout, EOF, cancelled by shutdown
+  buffer_.commit(n);
+  StartRequest();
+}
+
+void HttpSession::StartRequest() {
+  busy_ = true;
+  parser_.emplace();
+  parser_->body_limit(server_->options().body_limit);
+  parser_->header_limit(static_cast<std::uint32_t>(std::min<size_t>(
+      server_->options().header_limit, std::numeric_limits<std::uint32_t>::max())));
+  // The whole request (headers and body) must arrive within one read timeout.
+  stream_.expires_after(server_->options().read_timeout);
+  http::async_read_header(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](const error_code& ec, size_t) { self->OnHeader(ec); });
+}
+
+void HttpSession::OnHeader(const error_code& ec) {
+  if (ec) return OnReadError(ec);
+  const auto& req = parser_->get();
+  if (!parser_->is_done() && beast::iequals(req[http::field::expect], "100-continue")) {
+    static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    asio::async_write(stream_, asio::buffer(kContinue),
+                      [self = shared_from_this()](const error_code& wec, size_t) {
+                        if (wec) return self->Close();
+                        self->ReadBody();
+                      });
+    return;
+  }
+  ReadBody();
+}
+
+void HttpSession::ReadBody() {
+  http::async_read(stream_, buffer_, *parser_,
+                   [self = shared_from_this()](const error_code& ec, size_t) { self->OnRead(ec); });
+}
+
+void HttpSession::OnRead(const error_code& ec) {
+  if (ec) return OnReadError(ec);
+  Handle();
+}
+
+void HttpSession::OnReadError(const error_code& ec) {
+  const auto& opts = server_->options();
+  if (ec == http::error::body_limit) {
+    return Send(413, "application/json",
+                JsonError("payload_too_large",
+                          "request body exceeds " + std::to_string(opts.body_limit) + " bytes"),
+                false);
+  }
+  if (ec == http::error::header_limit) {
+    return Send(431, "application/json",
+                JsonError("headers_too_large",
+                          "request headers exceed " + std::to_string(opts.header_limit) + " bytes"),
+                false);
+  }
+  if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
+      ec != http::error::partial_message && ec != http::error::end_of_stream) {
+    return Send(400, "application/json",
+                JsonError("invalid_argument", "malformed HTTP request: " + ec.message()), false);
+  }
+  // Timeout, EOF in the middle of a request, reset, cancellation: nobody to answer.
+  Close();
+}
+
+void HttpSession::Handle() {
+  http::request<http::string_body> msg = parser_->release();
+  parser_.reset();
+  HttpRequest req;
+  req.method = std::string(msg.method_string());
+  req.target = std::string(msg.target());
+  for (const auto& field : msg) {
+    std::string name(field.name_string());
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    auto [it, inserted] = req.headers.emplace(name, std::string(field.value()));
+    if (!inserted) {
+      it->second += ", ";
+      it->second += std::string(field.value());
+    }
+  }
+  req.body = std::move(msg.body());
+  req.peer_uid = peer_.uid;
+  req.peer_pid = peer_.pid;
+  request_keep_alive_ = msg.keep_alive();
+  request_version_ = msg.version();
+
+  std::string what = req.method + " " + req.target;
+  auto exchange = std::make_shared<Exchange>(weak_from_this(), server_->gate(), ++request_id_,
+                                             server_->options().stream_buffer_bytes, what);
+  awaiting_answer_ = true;
+  bool threw = false;
+  try {
+    server_->handler()(std::move(req), exchange);
+  } catch (const std::exception& e) {
+    spdlog::error("handler for {} threw: {}", what, e.what());
+    threw = true;
+  } catch (...) {
+    spdlog::error("handler for {} threw an unknown exception", what);
+    threw = true;
+  }
+  if (threw) {
+    exchange->SendIfUnanswered(
+        HttpResponse{500, "application/json",
+                     JsonError("internal", "internal error while handling the request")});
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Answering with one response.
+
+void HttpSession::OnAnswer(uint64_t request_id, HttpResponse response) {
+  if (closed_ || !awaiting_answer_ || request_id != request_id_) return;
+  awaiting_answer_ = false;
+  const bool keep_alive = request_keep_alive_ && !server_->stopping();
+  Send(response.status, std::move(response.content_type), std::move(response.body), keep_alive);
+}
+
+void HttpSession::Send(int status, std::string content_type, std::string body, bool keep_alive) {
+  busy_ = true;
+  response_.emplace(static_cast<http::status>(status), 11);
+  response_->set(http::field::server, "missyd");
+  if (!content_type.empty()) response_->set(http::field::content_type, content_type);
+  response_->body() = std::move(body);
+  response_->keep_alive(keep_alive);
+  response_->prepare_payload();
+  // A peer that does not read its response is dropped after one timeout too.
+  stream_.expires_after(server_->options().read_timeout);
+  http::async_write(stream_, *response_,
+                    [self = shared_from_this(), keep_alive](const error_code& ec, size_t) {
+                      self->OnWrite(ec, keep_alive);
+                    });
+}
+
+void HttpSession::OnWrite(const error_code& ec, bool keep_alive) {
+  response_.reset();
+  busy_ = false;
+  if (ec || !keep_alive) return Close();
+  WaitForRequest();
+}
+
+// ---------------------------------------------------------------------------------------
+// Answering with a stream.
+
+void HttpSession::OnBeginStream(uint64_t request_id, std::shared_ptr<StreamState> state, int status,
+                                std::string content_type) {
+  if (closed_ || !awaiting_answer_ || request_id != request_id_) {
+    state->MarkDead();
+    return;
+  }
+  awaiting_answer_ = false;
+  out_state_ = std::move(state);
+  // HTTP/1.0 has no chunked encoding: the body then ends with the connection.
+  out_chunked_ = request_version_ >= 11;
+  out_keep_alive_ = out_chunked_ && request_keep_alive_ && !server_->stopping();
+  http::response<http::empty_body> head{static_cast<http::status>(status), 11};
+  head.set(http::field::server, "missyd");
+  if (!content_type.empty()) head.set(http::field::content_type, content_type);
+  if (content_type.rfind("text/event-stream", 0) == 0) {
+    head.set(http::field::cache_control, "no-cache");
+  }
+  if (out_chunked_) head.chunked(true);
+  head.keep_alive(out_keep_alive_);
+  std::ostringstream os;
+  os << head.base();
+  out_head_ = std::move(os).str();
+  WatchPeer();
+  FlushStream();
+}
+
+void HttpSession::FlushStream() {
+  if (closed_ || !out_state_ || out_writing_) return;
+  StreamState::Batch batch = out_state_->Take(kStreamWriteBytes);
+  if (batch.cut) return Close();
+  out_parts_.clear();
+  const bool has_head = !out_head_.empty();
+  if (has_head) out_parts_.push_back(std::move(out_head_));
+  out_head_.clear();
+  static const std::string kCrlf = "\r\n";
+  static const std::string kLastChunk = "0\r\n\r\n";
+  for (std::string& chunk : batch.chunks) {
+    if (out_chunked_) out_parts_.push_back(ChunkSizeLine(chunk.size()));
+    out_parts_.push_back(std::move(chunk));
+  }
+  // Buffers are taken once out_parts_ stopped growing (moving a short string moves its
+  // bytes).
+  std::vector<asio::const_buffer> buffers;
+  buffers.reserve(out_parts_.size() * 2 + 2);
+  size_t i = 0;
+  if (has_head) buffers.push_back(asio::buffer(out_parts_[i++]));
+  while (i < out_parts_.size()) {
+    if (out_chunked_) {
+      buffers.push_back(asio::buffer(out_parts_[i++]));  // size line
+      buffers.push_back(asio::buffer(out_parts_[i++]));  // data
+      buffers.push_back(asio::buffer(kCrlf));
+    } else {
+      buffers.push_back(asio::buffer(out_parts_[i++]));
+    }
+  }
+  if (batch.last && out_chunked_) buffers.push_back(asio::buffer(kLastChunk));
+  if (buffers.empty()) {
+    if (batch.last) FinishStream();
+    return;
+  }
+  out_writing_ = true;
+  // A peer that stops reading is dropped after one timeout.
+  stream_.expires_after(server_->options().read_timeout);
+  asio::async_write(stream_, buffers,
+                    [self = shared_from_this(), bytes = batch.bytes, last = batch.last](
+                        const error_code& ec, size_t) { self->OnStreamWrite(ec, bytes, last); });
+}
+
+void HttpSession::OnStreamWrite(const error_code& ec, size_t payload_bytes, bool last) {
+  out_writing_ = false;
+  out_parts_.clear();
+  if (out_state_) out_state_->Written(payload_bytes);
+  if (ec) return Close();
+  if (last) return FinishStream();
+  FlushStream();
+}
+
+void HttpSession::FinishStream() {
+  out_state_.reset();
+  StopWatching();
+  busy_ = false;
+  if (!out_keep_alive_) return Close();
+  WaitForRequest();
+}
+
+// While a stream is open nothing is read; a wait for readability notices a peer that
+// closed its end, so that closed() turns true even when the producer is idle.
+void HttpSession::WatchPeer() {
+  watching_ = true;
+  const uint64_t generation = ++watch_generation_;
+  stream_.socket().async_wait(Local::socket::wait_read,
+                              [self = shared_from_this(), generation](const error_code& ec) {
+                                self->OnPeerReadable(ec, generation);
+                              });
+}
+
+void HttpSession::OnPeerReadable(const error_code& ec, uint64_t generation) {
+  if (generation != watch_generation_ || closed_) return;
+  watching_ = false;
+  if (ec) return;
+  char byte;
+  ssize_t n = recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return WatchPeer();
+  if (n <= 0) {  // EOF or reset: the peer went away
+    spdlog::debug("stream peer went away");
+    return Close();
+  }
+  // n > 0: the next request arrived early; it waits in the socket until the stream ends.
+}
+
+void HttpSession::StopWatching() {
+  if (!watching_) return;
+  watching_ = false;
+  ++watch_generation_;
+  error_code ignored;
+  stream_.socket().cancel(ignored);  // nothing else is pending on the socket now
+}
+
+void HttpSession::Close() {
+  if (closed_) return;
+  closed_ = true;
+  ++watch_generation_;
+  if (out_state_) {
+    out_state_->MarkDead();
+    out_state_.reset();
+  }
+  error_code ignored;
+  stream_.socket().shutdown(Local::socket::shutdown_send, ignored);
+  stream_.close();
+  server_->ConnectionClosed(this);
+}
+
+}  // namespace
+
+std::shared_ptr<Connection> MakeHttpSession(asio::io_context& io, ServerContext* server, int fd,
+                                            PeerCred peer) {
+  Local::socket socket(asio::make_strand(io));
+  error_code ec;
+  socket.assign(Local(), fd, ec);
+  if (ec) {
+    close(fd);
+    spdlog::warn("cannot use an accepted connection: {}", ec.message());
+    return nullptr;
+  }
+  return std::make_shared<HttpSession>(server, std::move(socket), peer);
+}
+
+}  // namespace missy::net

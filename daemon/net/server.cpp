@@ -1,0 +1,492 @@
+// NetServer: the acceptors, shutdown, signals, timers and the backlog thread. See
+// server.h for the contract; connections live in http_session.cpp and broadcast.cpp.
+//
+// Threading: one io_context run by options.handler_threads threads. The acceptors, the
+// grace timer and the signal set live on one control strand; each HTTP session, each
+// subscriber and each repeating timer has its own strand. Publish() only takes short
+// mutexes and posts; it never touches a socket. BacklogProvider calls run on one
+// separate thread.
+#include "daemon/net/server.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+#include "daemon/net/connection.h"
+#include "daemon/net/unix_listener.h"
+
+namespace missy {
+
+HttpHandler SyncHandler(std::function<HttpResponse(const HttpRequest&)> fn) {
+  return [fn = std::move(fn)](HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
+    exchange->Send(fn(request));
+  };
+}
+
+namespace net {
+namespace {
+
+namespace asio = boost::asio;
+using Local = asio::local::stream_protocol;
+using error_code = boost::system::error_code;
+
+// Runs a function every period on its own strand, until cancelled.
+class RepeatingTimer : public std::enable_shared_from_this<RepeatingTimer> {
+ public:
+  RepeatingTimer(asio::io_context& io, std::chrono::milliseconds period, std::function<void()> fn)
+      : timer_(asio::make_strand(io)), period_(period), fn_(std::move(fn)) {}
+
+  void Arm() {
+    timer_.expires_after(period_);
+    timer_.async_wait([self = shared_from_this()](const error_code& ec) {
+      if (ec || self->canceled_) return;
+      try {
+        self->fn_();
+      } catch (const std::exception& e) {
+        spdlog::error("periodic task failed: {}", e.what());
+      } catch (...) {
+        spdlog::error("periodic task failed with an unknown exception");
+      }
+      self->Arm();
+    });
+  }
+  void Cancel() {
+    asio::post(timer_.get_executor(), [self = shared_from_this()] {
+      self->canceled_ = true;
+      self->timer_.cancel();
+    });
+  }
+
+ private:
+  asio::steady_timer timer_;
+  std::chrono::milliseconds period_;
+  std::function<void()> fn_;
+  bool canceled_ = false;  // strand only
+};
+
+class ServerImpl final : public NetServer, public ServerContext {
+ public:
+  ServerImpl(const NetOptions& options, HttpHandler handler, BacklogProvider backlog)
+      : io_(std::max(1, options.handler_threads)),
+        work_(asio::make_work_guard(io_)),
+        ctl_(asio::make_strand(io_)),
+        options_(options),
+        handler_(std::move(handler)),
+        backlog_(std::move(backlog)),
+        gate_(std::make_shared<LoopGate>()),
+        grace_timer_(ctl_) {
+    if (options_.handler_threads < 1) options_.handler_threads = 1;
+    if (options_.backlog_page_lines < 1) options_.backlog_page_lines = 1;
+    if (backlog_) backlog_thread_.emplace(1);
+  }
+
+  ~ServerImpl() override {
+    {
+      // From here on no late answer or stream write reaches the loop.
+      std::lock_guard<std::mutex> lock(gate_->mu);
+      gate_->open = false;
+    }
+    StopBacklogThread();
+    error_code ignored;
+    if (api_acceptor_) api_acceptor_->close(ignored);
+    if (audit_acceptor_) audit_acceptor_->close(ignored);
+    api_file_.Unlink();
+    audit_file_.Unlink();
+    io_.stop();
+    // Connections are destroyed here or with io_ (their pending handlers), which is
+    // declared first and therefore destroyed last.
+    {
+      std::lock_guard<std::mutex> lock(sessions_mu_);
+      sessions_.clear();
+    }
+    {
+      std::lock_guard<std::mutex> lock(subs_mu_);
+      subscribers_.clear();
+    }
+  }
+
+  Status Init() {
+    auto api_fd = BindUnixListener(options_.api_socket_path, &api_file_);
+    if (!api_fd.ok()) return api_fd.status();
+    api_acceptor_.emplace(ctl_);
+    error_code ec;
+    api_acceptor_->assign(Local(), *api_fd, ec);
+    if (ec) {
+      close(*api_fd);
+      return Status::Internal("cannot use listening socket " + options_.api_socket_path + ": " +
+                              ec.message());
+    }
+    if (!options_.audit_socket_path.empty()) {
+      if (options_.audit_socket_path == options_.api_socket_path) {
+        return Status::InvalidArgument("the audit socket path equals the API socket path: " +
+                                       options_.audit_socket_path);
+      }
+      auto audit_fd = BindUnixListener(options_.audit_socket_path, &audit_file_);
+      if (!audit_fd.ok()) return audit_fd.status();
+      audit_acceptor_.emplace(ctl_);
+      audit_acceptor_->assign(Local(), *audit_fd, ec);
+      if (ec) {
+        close(*audit_fd);
+        return Status::Internal("cannot use listening socket " + options_.audit_socket_path + ": " +
+                                ec.message());
+      }
+    }
+    asio::dispatch(ctl_, [this] {
+      Accept(/*api=*/true);
+      if (audit_acceptor_) Accept(/*api=*/false);
+    });
+    return Status::Ok();
+  }
+
+  // NetServer.
+
+  void Run() override {
+    std::vector<std::thread> threads;
+    for (int i = 1; i < options_.handler_threads; ++i) {
+      threads.emplace_back([this] { RunLoop(); });
+    }
+    RunLoop();
+    for (auto& t : threads) t.join();
+    StopBacklogThread();
+  }
+
+  void Stop(std::chrono::milliseconds grace) override {
+    if (stop_requested_.exchange(true)) return;
+    asio::post(ctl_, [this, grace] { BeginShutdown(grace); });
+  }
+
+  void HandleSignals(std::function<void()> on_reload) override {
+    if (stop_requested_) return;
+    on_reload_ = std::move(on_reload);
+    signals_.emplace(ctl_, SIGINT, SIGTERM, SIGHUP);
+    WaitSignal();
+  }
+
+  void Publish(int64_t seq, const std::string& event_type, std::string line) override {
+    if (stopping_.load(std::memory_order_relaxed)) return;
+    std::vector<std::shared_ptr<BroadcastSubscriber>> subs;
+    {
+      std::lock_guard<std::mutex> lock(subs_mu_);
+      if (subscribers_.empty()) return;
+      subs.reserve(subscribers_.size());
+      for (auto& [ptr, sub] : subscribers_) subs.push_back(sub);
+    }
+    auto p = std::make_shared<const Published>(Published{seq, event_type, std::move(line)});
+    for (auto& sub : subs) sub->Offer(p);
+  }
+
+  size_t SubscriberCount() const override {
+    std::lock_guard<std::mutex> lock(subs_mu_);
+    return subscribers_.size();
+  }
+
+  void Every(std::chrono::milliseconds period, std::function<void()> fn) override {
+    if (period.count() <= 0) period = std::chrono::milliseconds(1);
+    auto timer = std::make_shared<RepeatingTimer>(io_, period, std::move(fn));
+    {
+      std::lock_guard<std::mutex> lock(timers_mu_);
+      if (stopping_) return;
+      timers_.push_back(timer);
+    }
+    timer->Arm();
+  }
+
+  // ServerContext.
+
+  const NetOptions& options() const override { return options_; }
+  bool stopping() const override { return stopping_.load(); }
+  const HttpHandler& handler() const override { return handler_; }
+  const std::shared_ptr<LoopGate>& gate() const override { return gate_; }
+  bool has_backlog() const override { return static_cast<bool>(backlog_); }
+
+  void FetchBacklogPage(const SubscribeRequest& request, int64_t after_seq,
+                        std::function<void(BacklogPage)> done) override {
+    if (!backlog_thread_) {
+      BacklogPage empty;
+      empty.last_seq_seen = after_seq;
+      return done(std::move(empty));
+    }
+    asio::post(*backlog_thread_, [this, request, after_seq, done = std::move(done)] {
+      BacklogPage page;
+      page.last_seq_seen = after_seq;
+      try {
+        page.lines = backlog_(request, after_seq, options_.backlog_page_lines, &page.last_seq_seen);
+      } catch (const std::exception& e) {
+        spdlog::error("audit backlog failed: {}", e.what());
+        page.failed = true;
+        page.error = e.what();
+      } catch (...) {
+        spdlog::error("audit backlog failed with an unknown exception");
+        page.failed = true;
+        page.error = "unknown exception";
+      }
+      done(std::move(page));
+    });
+  }
+
+  void ConnectionClosed(Connection* c) override {
+    std::shared_ptr<Connection> keep;  // destroyed outside the locks
+    bool drained = false;
+    {
+      std::lock_guard<std::mutex> lock(sessions_mu_);
+      auto it = sessions_.find(c);
+      if (it != sessions_.end()) {
+        keep = std::move(it->second);
+        sessions_.erase(it);
+        drained = stopping_ && sessions_.empty();
+      }
+    }
+    if (!keep) {
+      std::lock_guard<std::mutex> lock(subs_mu_);
+      auto it = subscribers_.find(c);
+      if (it != subscribers_.end()) {
+        keep = std::move(it->second);
+        subscribers_.erase(it);
+      }
+    }
+    if (drained) Finish();
+  }
+
+ private:
+  void RunLoop() {
+    for (;;) {
+      try {
+        io_.run();
+        return;
+      } catch (const std::exception& e) {
+        spdlog::error("event loop: unexpected exception: {}", e.what());
+      } catch (...) {
+        spdlog::error("event loop: unexpected unknown exception");
+      }
+    }
+  }
+
+  // A call in progress finishes; queued ones are dropped. Idempotent.
+  void StopBacklogThread() {
+    if (!backlog_thread_) return;
+    backlog_thread_->stop();
+    backlog_thread_->join();
+  }
+
+  // Returns false (and reports) when the peer is not allowed.
+  bool CheckPeer(Local::socket& sock, const std::string& path, PeerCred* cred) {
+    *cred = GetPeerCred(sock.native_handle());
+    if (cred->ok && PeerAllowed(cred->uid, static_cast<uint32_t>(geteuid()))) return true;
+    const char* what = cred->ok ? "peer uid mismatch" : "peer credentials unavailable";
+    spdlog::warn("{} on {}: uid {} pid {}", what, path, cred->uid, cred->pid);
+    error_code ignored;
+    sock.close(ignored);
+    if (options_.on_security_event) {
+      try {
+        options_.on_security_event(what, cred->uid, cred->pid);
+      } catch (...) {
+        spdlog::error("on_security_event threw");
+      }
+    }
+    return false;
+  }
+
+  // Accept errors other than cancellation (EMFILE, ...) are retried after a pause, so a
+  // full descriptor table does not spin the loop.
+  void RetryAcceptLater(bool api) {
+    auto timer = std::make_shared<asio::steady_timer>(ctl_, std::chrono::milliseconds(100));
+    timer->async_wait([this, timer, api](const error_code& ec) {
+      if (ec || stopping_) return;
+      Accept(api);
+    });
+  }
+
+  void Accept(bool api) {
+    Local::acceptor& acceptor = api ? *api_acceptor_ : *audit_acceptor_;
+    acceptor.async_accept(ctl_, [this, api](const error_code& ec, Local::socket sock) {
+      const std::string& path = api ? options_.api_socket_path : options_.audit_socket_path;
+      if (ec == asio::error::operation_aborted || stopping_) return;
+      if (ec) {
+        spdlog::warn("accept on {}: {}", path, ec.message());
+        return RetryAcceptLater(api);
+      }
+      PeerCred cred;
+      if (CheckPeer(sock, path, &cred)) {
+        error_code rec;
+        int fd = sock.release(rec);
+        if (rec) {
+          spdlog::warn("accept on {}: {}", path, rec.message());
+        } else if (api) {
+          Register(MakeHttpSession(io_, this, fd, cred));
+        } else {
+          Register(MakeSubscriber(io_, this, fd));
+        }
+      }
+      Accept(api);
+    });
+  }
+
+  void Register(std::shared_ptr<Connection> session) {
+    if (!session) return;
+    {
+      std::lock_guard<std::mutex> lock(sessions_mu_);
+      sessions_.emplace(session.get(), session);
+    }
+    session->Start();
+  }
+
+  void Register(std::shared_ptr<BroadcastSubscriber> sub) {
+    if (!sub) return;
+    {
+      std::lock_guard<std::mutex> lock(subs_mu_);
+      subscribers_.emplace(sub.get(), sub);
+    }
+    sub->Start();
+  }
+
+  void WaitSignal() {
+    signals_->async_wait([this](const error_code& ec, int signo) {
+      if (ec) return;
+      if (signo == SIGHUP) {
+        spdlog::info("SIGHUP: reloading");
+        if (on_reload_) {
+          try {
+            on_reload_();
+          } catch (const std::exception& e) {
+            spdlog::error("reload failed: {}", e.what());
+          } catch (...) {
+            spdlog::error("reload failed with an unknown exception");
+          }
+        }
+        WaitSignal();
+        return;
+      }
+      spdlog::info("{}: shutting down", signo == SIGINT ? "SIGINT" : "SIGTERM");
+      Stop(options_.shutdown_grace);
+    });
+  }
+
+  // On ctl_.
+  void BeginShutdown(std::chrono::milliseconds grace) {
+    {
+      // Taken so that Every() racing with Stop() either registers before or sees stopping_.
+      std::lock_guard<std::mutex> lock(timers_mu_);
+      stopping_ = true;
+    }
+    error_code ignored;
+    if (api_acceptor_) api_acceptor_->close(ignored);
+    if (audit_acceptor_) audit_acceptor_->close(ignored);
+    api_file_.Unlink();
+    audit_file_.Unlink();
+    if (signals_) signals_->cancel(ignored);
+    {
+      std::lock_guard<std::mutex> lock(timers_mu_);
+      for (auto& t : timers_) t->Cancel();
+      timers_.clear();
+    }
+    if (options_.on_stopping) {
+      try {
+        options_.on_stopping();
+      } catch (const std::exception& e) {
+        spdlog::error("on_stopping failed: {}", e.what());
+      } catch (...) {
+        spdlog::error("on_stopping failed with an unknown exception");
+      }
+    }
+    std::vector<std::shared_ptr<BroadcastSubscriber>> subs;
+    {
+      std::lock_guard<std::mutex> lock(subs_mu_);
+      for (auto& [ptr, sub] : subscribers_) subs.push_back(sub);
+    }
+    for (auto& s : subs) s->OnServerStopping();
+
+    bool drained = false;
+    for (auto& s : SessionSnapshot(&drained)) s->OnServerStopping();
+    if (drained) return Finish();
+    grace_timer_.expires_after(grace);
+    grace_timer_.async_wait([this](const error_code& ec) {
+      if (ec) return;
+      bool none = false;
+      auto sessions = SessionSnapshot(&none);
+      if (!sessions.empty()) {
+        spdlog::warn("shutdown grace expired; closing {} connection(s)", sessions.size());
+      }
+      for (auto& s : sessions) s->ForceClose();
+      Finish();
+    });
+  }
+
+  std::vector<std::shared_ptr<Connection>> SessionSnapshot(bool* empty) {
+    std::vector<std::shared_ptr<Connection>> out;
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    for (auto& [ptr, s] : sessions_) out.push_back(s);
+    *empty = sessions_.empty();
+    return out;
+  }
+
+  // Any thread, once: lets io_.run() return as soon as the cancelled operations drained.
+  void Finish() {
+    if (finished_.exchange(true)) return;
+    asio::post(ctl_, [this] { grace_timer_.cancel(); });
+    work_.reset();
+  }
+
+  // Declared first: destroyed last, after every I/O object below.
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  asio::strand<asio::io_context::executor_type> ctl_;
+  NetOptions options_;
+  HttpHandler handler_;
+  BacklogProvider backlog_;
+  std::shared_ptr<LoopGate> gate_;
+  std::function<void()> on_reload_;
+  std::optional<asio::thread_pool> backlog_thread_;  // one thread; set when backlog_ is
+
+  std::optional<Local::acceptor> api_acceptor_;
+  std::optional<Local::acceptor> audit_acceptor_;
+  SocketFile api_file_;
+  SocketFile audit_file_;
+  std::optional<asio::signal_set> signals_;
+  asio::steady_timer grace_timer_;
+
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> finished_{false};
+
+  std::mutex sessions_mu_;
+  std::unordered_map<Connection*, std::shared_ptr<Connection>> sessions_;
+  mutable std::mutex subs_mu_;
+  std::unordered_map<Connection*, std::shared_ptr<BroadcastSubscriber>> subscribers_;
+  std::mutex timers_mu_;
+  std::vector<std::shared_ptr<RepeatingTimer>> timers_;
+};
+
+}  // namespace
+}  // namespace net
+
+Result<std::unique_ptr<NetServer>> NetServer::Create(const NetOptions& options, HttpHandler handler,
+                                                     BacklogProvider backlog) {
+  if (!handler) return Status::InvalidArgument("NetServer needs an HTTP handler");
+  try {
+    auto server =
+        std::make_unique<net::ServerImpl>(options, std::move(handler), std::move(backlog));
+    MISSY_RETURN_IF_ERROR(server->Init());
+    return std::unique_ptr<NetServer>(std::move(server));
+  } catch (const std::exception& e) {
+    return Status::Internal(std::string("cannot start the network server: ") + e.what());
+  }
+}
+
+}  // namespace missy
