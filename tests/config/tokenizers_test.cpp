@@ -1,4 +1,4 @@
-#include "daemon/tokenizers.h"
+#include "config/tokenizers.h"
 
 #include <gtest/gtest.h>
 
