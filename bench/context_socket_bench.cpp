@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/http_client.h"
+#include "cli/http_client.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "daemon/http_client.h"
+#include "cli/http_client.h"
 
 namespace missy::testing {
 

@@ -1,4 +1,4 @@
-#include "daemon/http_client.h"
+#include "cli/http_client.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -145,19 +145,33 @@ std::string BuildRequest(const std::string& method, const std::string& target,
 }
 
 bool ParseHex(std::string_view s, size_t* out) {
-  s = Trim(s.substr(0, s.find(';')));
+  s = Trim(s.substr(0, s.find(';')));  // chunk extensions are ignored
   if (s.empty()) return false;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out, 16);
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-// Reads one response from `fd` (bytes already read are in *buf, bytes read past the
-// response stay there). *nothing_received: the connection ended before any byte.
-// *must_close: the connection cannot be reused.
-Result<ClientResponse> ReadResponse(int fd, std::string* buf, Clock::time_point deadline,
-                                    bool* nothing_received, bool* must_close) {
+using BodyState = UnixHttpConnection::BodyState;
+
+// Reads until `buf` holds a "\r\n"; returns its offset. `limit` bounds the line.
+Result<size_t> ReadLineEnd(int fd, std::string* buf, Clock::time_point deadline, size_t limit,
+                           const char* where) {
+  size_t le;
+  while ((le = buf->find("\r\n")) == std::string::npos) {
+    if (buf->size() > limit) return Status::Corruption(std::string(where) + ": line too long");
+    auto n = ReadSome(fd, buf, deadline, "reading a chunked body");
+    if (!n.ok()) return n.status();
+    if (*n == 0) return Status::Corruption(std::string("connection closed inside ") + where);
+  }
+  return le;
+}
+
+// Reads the status line and headers of one response from `fd` (bytes already read are
+// in *buf, bytes read past the headers stay there) and how its body is delimited.
+// *nothing_received: the connection ended before any byte.
+Result<ClientResponse> ReadHead(int fd, std::string* buf, Clock::time_point deadline,
+                                bool* nothing_received, BodyState* body) {
   *nothing_received = false;
-  *must_close = false;
   for (;;) {
     size_t end = buf->find("\r\n\r\n");
     while (end == std::string::npos) {
@@ -203,45 +217,14 @@ Result<ClientResponse> ReadResponse(int fd, std::string* buf, Clock::time_point 
 
     std::string connection =
         Lower(res.headers.count("connection") ? res.headers["connection"] : "");
-    *must_close = connection.find("close") != std::string::npos ||
-                  (http10 && connection.find("keep-alive") == std::string::npos);
-
+    *body = BodyState();
+    body->active = true;
+    body->must_close = connection.find("close") != std::string::npos ||
+                       (http10 && connection.find("keep-alive") == std::string::npos);
     auto te = res.headers.find("transfer-encoding");
     auto cl = res.headers.find("content-length");
     if (te != res.headers.end() && Lower(te->second).find("chunked") != std::string::npos) {
-      for (;;) {
-        size_t le;
-        while ((le = buf->find("\r\n")) == std::string::npos) {
-          auto n = ReadSome(fd, buf, deadline, "reading a chunked body");
-          if (!n.ok()) return n.status();
-          if (*n == 0) return Status::Corruption("connection closed inside a chunked body");
-        }
-        size_t size = 0;
-        if (!ParseHex(std::string_view(*buf).substr(0, le), &size)) {
-          return Status::Corruption("bad chunk size");
-        }
-        buf->erase(0, le + 2);
-        if (size == 0) {  // trailers, then an empty line
-          for (;;) {
-            while ((le = buf->find("\r\n")) == std::string::npos) {
-              auto n = ReadSome(fd, buf, deadline, "reading chunk trailers");
-              if (!n.ok()) return n.status();
-              if (*n == 0) return Status::Corruption("connection closed inside chunk trailers");
-            }
-            buf->erase(0, le + 2);
-            if (le == 0) break;
-          }
-          break;
-        }
-        if (res.body.size() + size > kMaxBodyBytes) return Status::Corruption("response too large");
-        while (buf->size() < size + 2) {
-          auto n = ReadSome(fd, buf, deadline, "reading a chunked body");
-          if (!n.ok()) return n.status();
-          if (*n == 0) return Status::Corruption("connection closed inside a chunk");
-        }
-        res.body.append(*buf, 0, size);
-        buf->erase(0, size + 2);
-      }
+      body->kind = BodyState::Kind::kChunked;
     } else if (cl != res.headers.end()) {
       size_t len = 0;
       auto [q, cec] =
@@ -249,28 +232,87 @@ Result<ClientResponse> ReadResponse(int fd, std::string* buf, Clock::time_point 
       if (cec != std::errc() || q != cl->second.data() + cl->second.size() || len > kMaxBodyBytes) {
         return Status::Corruption("bad Content-Length: " + cl->second);
       }
-      while (buf->size() < len) {
+      body->kind = BodyState::Kind::kLength;
+      body->remaining = len;
+      body->active = len > 0;
+    } else if (res.status == 204 || res.status == 304) {
+      body->kind = BodyState::Kind::kLength;
+      body->active = false;
+    } else {
+      body->kind = BodyState::Kind::kUntilEof;
+      body->must_close = true;
+    }
+    return res;
+  }
+}
+
+// Reads the next piece of an active body into *piece (one chunk's data for a chunked
+// body). Returns false, with body->active cleared, once the body ended.
+Result<bool> ReadBodyPiece(int fd, std::string* buf, Clock::time_point deadline, BodyState* body,
+                           std::string* piece) {
+  constexpr size_t kPieceBytes = 64 * 1024;
+  piece->clear();
+  if (!body->active) return false;
+  switch (body->kind) {
+    case BodyState::Kind::kLength: {
+      if (buf->empty()) {
         auto n = ReadSome(fd, buf, deadline, "reading the response body");
         if (!n.ok()) return n.status();
         if (*n == 0) return Status::Corruption("connection closed inside the response body");
       }
-      res.body = buf->substr(0, len);
-      buf->erase(0, len);
-    } else if (res.status == 204 || res.status == 304) {
-      // No body.
-    } else {  // Body until EOF.
-      *must_close = true;
-      for (;;) {
-        if (buf->size() > kMaxBodyBytes) return Status::Corruption("response too large");
+      size_t take = std::min({body->remaining, buf->size(), kPieceBytes});
+      piece->assign(*buf, 0, take);
+      buf->erase(0, take);
+      body->remaining -= take;
+      if (body->remaining == 0) body->active = false;
+      return true;
+    }
+    case BodyState::Kind::kUntilEof: {
+      if (buf->empty()) {
         auto n = ReadSome(fd, buf, deadline, "reading the response body");
         if (!n.ok()) return n.status();
-        if (*n == 0) break;
+        if (*n == 0) {
+          body->active = false;
+          return false;
+        }
       }
-      res.body = std::move(*buf);
+      piece->swap(*buf);
       buf->clear();
+      return true;
     }
-    return res;
+    case BodyState::Kind::kChunked: {
+      auto le = ReadLineEnd(fd, buf, deadline, 4096, "a chunk size line");
+      if (!le.ok()) return le.status();
+      size_t size = 0;
+      if (!ParseHex(std::string_view(*buf).substr(0, *le), &size)) {
+        return Status::Corruption("bad chunk size");
+      }
+      buf->erase(0, *le + 2);
+      if (size == 0) {  // trailers, then an empty line
+        for (;;) {
+          auto te = ReadLineEnd(fd, buf, deadline, kMaxHeaderBytes, "chunk trailers");
+          if (!te.ok()) return te.status();
+          buf->erase(0, *te + 2);
+          if (*te == 0) break;
+        }
+        body->active = false;
+        return false;
+      }
+      if (size > kMaxBodyBytes) return Status::Corruption("chunk too large");
+      while (buf->size() < size + 2) {
+        auto n = ReadSome(fd, buf, deadline, "reading a chunked body");
+        if (!n.ok()) return n.status();
+        if (*n == 0) return Status::Corruption("connection closed inside a chunk");
+      }
+      if (buf->compare(size, 2, "\r\n") != 0) {
+        return Status::Corruption("chunk data not followed by CRLF");
+      }
+      piece->assign(*buf, 0, size);
+      buf->erase(0, size + 2);
+      return true;
+    }
   }
+  return false;
 }
 
 }  // namespace
@@ -293,7 +335,9 @@ UnixHttpConnection::UnixHttpConnection(UnixHttpConnection&& other) noexcept
     : path_(std::move(other.path_)),
       fd_(std::exchange(other.fd_, -1)),
       buf_(std::move(other.buf_)),
-      reused_(other.reused_) {}
+      reused_(other.reused_),
+      body_(std::exchange(other.body_, BodyState())),
+      line_buf_(std::move(other.line_buf_)) {}
 
 UnixHttpConnection& UnixHttpConnection::operator=(UnixHttpConnection&& other) noexcept {
   if (this != &other) {
@@ -302,6 +346,8 @@ UnixHttpConnection& UnixHttpConnection::operator=(UnixHttpConnection&& other) no
     fd_ = std::exchange(other.fd_, -1);
     buf_ = std::move(other.buf_);
     reused_ = other.reused_;
+    body_ = std::exchange(other.body_, BodyState());
+    line_buf_ = std::move(other.line_buf_);
   }
   return *this;
 }
@@ -311,6 +357,8 @@ void UnixHttpConnection::Close() {
   fd_ = -1;
   buf_.clear();
   reused_ = false;
+  body_ = BodyState();
+  line_buf_.clear();
 }
 
 Status UnixHttpConnection::Connect(const std::string& socket_path,
@@ -325,7 +373,7 @@ Status UnixHttpConnection::Connect(const std::string& socket_path,
 
 Result<ClientResponse> UnixHttpConnection::RoundTrip(std::string_view bytes,
                                                      Clock::time_point deadline,
-                                                     bool* nothing_received) {
+                                                     bool* nothing_received, bool head_only) {
   bool peer_closed = false;
   *nothing_received = false;
   Status w = WriteAll(fd_, bytes, deadline, &peer_closed);
@@ -333,32 +381,60 @@ Result<ClientResponse> UnixHttpConnection::RoundTrip(std::string_view bytes,
     Close();
     return w;
   }
-  bool must_close = false;
-  auto res = ReadResponse(fd_, &buf_, deadline, nothing_received, &must_close);
-  if (!res.ok() || must_close || peer_closed) {
+  auto res = ReadHead(fd_, &buf_, deadline, nothing_received, &body_);
+  if (!res.ok()) {
     Close();
+    return res;
+  }
+  if (peer_closed) body_.must_close = true;
+  if (head_only) {
+    if (!body_.active) BodyEnded();
+    return res;
+  }
+  std::string piece;
+  for (;;) {
+    auto more = ReadBodyPiece(fd_, &buf_, deadline, &body_, &piece);
+    if (!more.ok()) {
+      Close();
+      return more.status();
+    }
+    if (!*more) break;
+    if (res->body.size() + piece.size() > kMaxBodyBytes) {
+      Close();
+      return Status::Corruption("response too large");
+    }
+    res->body += piece;
+  }
+  BodyEnded();
+  return res;
+}
+
+void UnixHttpConnection::BodyEnded() {
+  body_.active = false;
+  if (body_.must_close) {
+    std::string unread_lines = std::move(line_buf_);  // still to be returned by ReadBodyLine
+    Close();
+    line_buf_ = std::move(unread_lines);
   } else {
     reused_ = true;
   }
-  return res;
 }
 
 Result<ClientResponse> UnixHttpConnection::SendRaw(std::string_view bytes,
                                                    std::chrono::milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
+  if (body_.active) Close();  // a streamed body was left unread
   if (fd_ < 0) {
     if (path_.empty()) return Status::InvalidArgument("not connected");
     MISSY_RETURN_IF_ERROR(Connect(path_, timeout));
   }
   bool nothing = false;
-  return RoundTrip(bytes, deadline, &nothing);
+  return RoundTrip(bytes, deadline, &nothing, /*head_only=*/false);
 }
 
-Result<ClientResponse> UnixHttpConnection::Call(const std::string& method,
-                                                const std::string& target, const std::string& body,
-                                                std::chrono::milliseconds timeout) {
-  auto deadline = Clock::now() + timeout;
-  const std::string request = BuildRequest(method, target, body, /*close=*/false);
+Result<ClientResponse> UnixHttpConnection::Exchange(const std::string& request,
+                                                    Clock::time_point deadline, bool head_only) {
+  if (body_.active) Close();  // a streamed body was left unread
   for (int attempt = 0;; ++attempt) {
     if (fd_ < 0) {
       if (path_.empty()) return Status::InvalidArgument("not connected");
@@ -367,10 +443,69 @@ Result<ClientResponse> UnixHttpConnection::Call(const std::string& method,
     }
     const bool was_reused = reused_;
     bool nothing = false;
-    auto res = RoundTrip(request, deadline, &nothing);
+    auto res = RoundTrip(request, deadline, &nothing, head_only);
     // A reused connection the server had already closed (idle timeout): the request was
     // not seen, so sending it again on a fresh connection is safe.
     if (res.ok() || !was_reused || !nothing || attempt > 0) return res;
+  }
+}
+
+Result<ClientResponse> UnixHttpConnection::Call(const std::string& method,
+                                                const std::string& target, const std::string& body,
+                                                std::chrono::milliseconds timeout) {
+  return Exchange(BuildRequest(method, target, body, /*close=*/false), Clock::now() + timeout,
+                  /*head_only=*/false);
+}
+
+Result<ClientResponse> UnixHttpConnection::Start(const std::string& method,
+                                                 const std::string& target, const std::string& body,
+                                                 std::chrono::milliseconds timeout) {
+  line_buf_.clear();
+  return Exchange(BuildRequest(method, target, body, /*close=*/false), Clock::now() + timeout,
+                  /*head_only=*/true);
+}
+
+Result<std::optional<std::string>> UnixHttpConnection::ReadBodyChunk(
+    std::chrono::milliseconds timeout) {
+  if (!line_buf_.empty()) return std::optional<std::string>(std::exchange(line_buf_, {}));
+  if (!body_.active || fd_ < 0) return std::optional<std::string>();
+  std::string piece;
+  auto more = ReadBodyPiece(fd_, &buf_, Clock::now() + timeout, &body_, &piece);
+  if (!more.ok()) {
+    Close();
+    return more.status();
+  }
+  if (!*more) {
+    BodyEnded();
+    return std::optional<std::string>();
+  }
+  if (!body_.active) BodyEnded();  // the last bytes of a Content-Length body
+  return std::optional<std::string>(std::move(piece));
+}
+
+Result<std::optional<std::string>> UnixHttpConnection::ReadBodyLine(
+    std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  for (;;) {
+    size_t nl = line_buf_.find('\n');
+    if (nl != std::string::npos) {
+      std::string line = line_buf_.substr(0, nl);
+      line_buf_.erase(0, nl + 1);
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      return std::optional<std::string>(std::move(line));
+    }
+    if (!body_.active || fd_ < 0) {
+      if (line_buf_.empty()) return std::optional<std::string>();
+      return std::optional<std::string>(std::exchange(line_buf_, {}));
+    }
+    std::string piece;
+    auto more = ReadBodyPiece(fd_, &buf_, deadline, &body_, &piece);
+    if (!more.ok()) {
+      Close();
+      return more.status();
+    }
+    line_buf_ += piece;
+    if (!body_.active) BodyEnded();
   }
 }
 

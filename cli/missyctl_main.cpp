@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "config/config.h"
-#include "daemon/http_client.h"
-#include "daemon/tokenizers.h"
+#include "cli/http_client.h"
+#include "config/tokenizers.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "daemon/http_client.h"
+#include "cli/http_client.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -263,6 +263,195 @@ TEST(HttpClientTest, MissingSocketAndGarbageAnswer) {
   auto garbage = UnixHttpCall(sock, "GET", "/");
   ASSERT_FALSE(garbage.ok());
   EXPECT_EQ(garbage.status().code(), StatusCode::kCorruption);
+}
+
+TEST(HttpClientTest, ChunkExtensionsAndTrailersAreConsumedExactly) {
+  testing::TempDir dir;
+  const std::string sock = dir.Join("s.sock");
+  FakeServer* self = nullptr;
+  FakeServer server(sock, [&](int fd) {
+    if (self->Read(fd).empty()) return;
+    SendAll(fd,
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "4;name=value\r\nWiki\r\n5\r\npedia\r\nE;x=\"q\";y\r\n in\r\n\r\nchunks.\r\n"
+            "0\r\nExpires: never\r\nX-Trailer: 1\r\n\r\n");
+    // A second response on the same connection: the trailers must not leak into it.
+    if (self->Read(fd).empty()) return;
+    SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext");
+  });
+  self = &server;
+  UnixHttpConnection conn(sock);
+  auto r = conn.Call("GET", "/a");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->body, "Wikipedia in\r\n\r\nchunks.");
+  EXPECT_TRUE(conn.connected());
+  auto next = conn.Call("GET", "/b");
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(next->body, "next");
+  EXPECT_EQ(server.connections(), 1);
+}
+
+TEST(HttpClientTest, StreamedChunksArriveOneAtATimeThenKeepAliveGoesOn) {
+  testing::TempDir dir;
+  const std::string sock = dir.Join("s.sock");
+  std::atomic<bool> client_has_first{false};
+  std::atomic<bool> first_before_second{false};
+  FakeServer* self = nullptr;
+  FakeServer server(sock, [&](int fd) {
+    if (self->Read(fd).empty()) return;
+    SendAll(fd,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n"
+            "d\r\ndata: first\n\n\r\n");
+    auto deadline = Clock::now() + 5s;
+    while (!client_has_first && Clock::now() < deadline) std::this_thread::sleep_for(1ms);
+    first_before_second = client_has_first.load();
+    SendAll(fd, "e\r\ndata: second\n\n\r\n0\r\n\r\n");
+    if (self->Read(fd).empty()) return;
+    SendAll(fd, "HTTP/1.1 204 No Content\r\n\r\n");
+  });
+  self = &server;
+  UnixHttpConnection conn(sock);
+  auto head = conn.Start("GET", "/events");
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  EXPECT_EQ(head->status, 200);
+  EXPECT_EQ(head->headers["content-type"], "text/event-stream");
+  EXPECT_TRUE(conn.body_pending());
+  auto first = conn.ReadBodyChunk(5s);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE(first->has_value());
+  EXPECT_EQ(**first, "data: first\n\n");
+  client_has_first = true;
+  auto second = conn.ReadBodyChunk(5s);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_TRUE(second->has_value());
+  EXPECT_EQ(**second, "data: second\n\n");
+  auto end = conn.ReadBodyChunk(5s);
+  ASSERT_TRUE(end.ok()) << end.status().ToString();
+  EXPECT_FALSE(end->has_value());
+  EXPECT_FALSE(conn.body_pending());
+  EXPECT_TRUE(first_before_second.load());
+  auto after = conn.Call("DELETE", "/x");
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->status, 204);
+  EXPECT_EQ(server.connections(), 1);
+}
+
+TEST(HttpClientTest, BodyLinesSpanChunksAndBodies) {
+  testing::TempDir dir;
+  const std::string sock = dir.Join("s.sock");
+  FakeServer* self = nullptr;
+  FakeServer server(sock, [&](int fd) {
+    if (self->Read(fd).empty()) return;
+    SendAll(fd,
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "3\r\na\nb\r\n3\r\nc\r\n\r\n2\r\n\nd\r\n0\r\n\r\n");
+    if (self->Read(fd).empty()) return;
+    SendAll(fd, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"n\":1}\n{\"n\":2}\n");
+  });
+  self = &server;
+  UnixHttpConnection conn(sock);
+  ASSERT_TRUE(conn.Start("GET", "/chunked").ok());
+  std::vector<std::string> lines;
+  for (;;) {
+    auto line = conn.ReadBodyLine(5s);
+    ASSERT_TRUE(line.ok()) << line.status().ToString();
+    if (!line->has_value()) break;
+    lines.push_back(**line);
+  }
+  // "c\r\n" loses its "\r"; the last line has no "\n" and comes at the end of the body.
+  EXPECT_EQ(lines, (std::vector<std::string>{"a", "bc", "", "d"}));
+
+  ASSERT_TRUE(conn.Start("GET", "/until-eof").ok());
+  lines.clear();
+  for (;;) {
+    auto line = conn.ReadBodyLine(5s);
+    ASSERT_TRUE(line.ok()) << line.status().ToString();
+    if (!line->has_value()) break;
+    lines.push_back(**line);
+  }
+  EXPECT_EQ(lines, (std::vector<std::string>{"{\"n\":1}", "{\"n\":2}"}));
+  EXPECT_FALSE(conn.connected()) << "a body delimited by EOF ends the connection";
+}
+
+TEST(HttpClientTest, TruncatedOrMalformedChunkedBodiesAreErrors) {
+  struct Case {
+    const char* body;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"5\r\nhel", "connection closed inside a chunk"},
+      {"5\r\nhello\r\n", "connection closed inside a chunk size line"},
+      {"5\r\nhello\r\n0\r\nTrailer: x\r\n", "connection closed inside chunk trailers"},
+      {"zz\r\nhello\r\n0\r\n\r\n", "bad chunk size"},
+      {"5\r\nhelloXX0\r\n\r\n", "chunk data not followed by CRLF"},
+      {"ffffffffffffffffffff\r\n", "bad chunk size"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.body);
+    testing::TempDir dir;
+    const std::string sock = dir.Join("s.sock");
+    FakeServer* self = nullptr;
+    FakeServer server(sock, [&](int fd) {
+      if (self->Read(fd).empty()) return;
+      SendAll(fd, std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n") + c.body);
+    });
+    self = &server;
+    UnixHttpConnection conn(sock);
+    auto r = conn.Call("GET", "/");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+    EXPECT_EQ(r.status().message(), c.error);
+    EXPECT_FALSE(conn.connected());
+  }
+
+  // Streamed: the chunks before the cut are delivered, then the error.
+  testing::TempDir dir;
+  const std::string sock = dir.Join("s.sock");
+  FakeServer* self = nullptr;
+  FakeServer server(sock, [&](int fd) {
+    if (self->Read(fd).empty()) return;
+    SendAll(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\none\r\n5\r\ntw");
+  });
+  self = &server;
+  UnixHttpConnection conn(sock);
+  ASSERT_TRUE(conn.Start("GET", "/").ok());
+  auto one = conn.ReadBodyChunk(5s);
+  ASSERT_TRUE(one.ok() && one->has_value()) << one.status().ToString();
+  EXPECT_EQ(**one, "one");
+  auto cut = conn.ReadBodyChunk(5s);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_EQ(cut.status().code(), StatusCode::kCorruption);
+  EXPECT_FALSE(conn.connected());
+  EXPECT_FALSE(conn.body_pending());
+}
+
+TEST(HttpClientTest, AStreamedBodyLeftUnreadClosesTheConnectionBeforeTheNextCall) {
+  testing::TempDir dir;
+  const std::string sock = dir.Join("s.sock");
+  FakeServer* self = nullptr;
+  FakeServer server(sock, [&](int fd) {
+    std::string req = self->Read(fd);
+    if (req.empty()) return;
+    if (req.rfind("GET /stream", 0) == 0) {
+      SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n01234");
+      char byte;
+      recv(fd, &byte, 1, 0);  // until the client closes
+      return;
+    }
+    SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+  });
+  self = &server;
+  UnixHttpConnection conn(sock);
+  ASSERT_TRUE(conn.Start("GET", "/stream").ok());
+  auto part = conn.ReadBodyChunk(5s);
+  ASSERT_TRUE(part.ok() && part->has_value()) << part.status().ToString();
+  EXPECT_EQ(**part, "01234");
+  EXPECT_TRUE(conn.body_pending());
+  auto r = conn.Call("GET", "/other");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->body, "ok");
+  EXPECT_EQ(server.connections(), 2);
 }
 
 TEST(LineSubscriberTest, SendsFirstLineAndReadsLines) {

@@ -1,14 +1,18 @@
 // A small blocking HTTP/1.1 client and an NDJSON line reader over Unix sockets, written
-// with plain POSIX calls (no Asio/Beast), for missyctl and the integration tests.
+// with plain POSIX calls (no Asio/Beast), for missyctl and the tests.
 //
 // Guarantees: every call is bounded by its timeout (connect, write and read included);
 // errors are returned as Status (kUnavailable for connection problems and timeouts,
 // kInvalidArgument for bad arguments, kCorruption for a response that is not valid
-// HTTP). SIGPIPE is never raised. Objects are movable, not copyable, and not thread-safe.
+// HTTP, including a chunked body cut short). Bodies may be Content-Length, chunked
+// (extensions and trailers accepted) or delimited by the end of the connection; a
+// streamed body can be read as it arrives, chunk by chunk or line by line. SIGPIPE is
+// never raised. Objects are movable, not copyable, and not thread-safe.
 #pragma once
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -55,15 +59,51 @@ class UnixHttpConnection {
   Result<ClientResponse> SendRaw(std::string_view bytes,
                                  std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
+  // Streaming: sends a request like Call() (reconnecting the same way) but reads only the
+  // status line and headers; `body` of the result is empty. The body is then read with
+  // ReadBodyChunk() or ReadBodyLine() until they return std::nullopt. Any other request
+  // started before that closes the connection first (it cannot be reused mid-body).
+  Result<ClientResponse> Start(const std::string& method, const std::string& target,
+                               const std::string& body = {},
+                               std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // The next piece of the started response's body: exactly one chunk's data for a
+  // chunked body, otherwise the bytes that arrived. std::nullopt once the body ended (or
+  // when no body is pending). An error (timeout: kUnavailable; truncated or malformed
+  // body: kCorruption) closes the connection.
+  Result<std::optional<std::string>> ReadBodyChunk(
+      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // The next line of the started response's body, without its "\n" (or "\r\n"); a last
+  // line lacking "\n" is returned when the body ends. std::nullopt after the last line.
+  Result<std::optional<std::string>> ReadBodyLine(
+      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // A started response's body has not been read to its end yet.
+  bool body_pending() const { return body_.active; }
+
+  // How a response body is delimited, and how far it was read.
+  struct BodyState {
+    enum class Kind { kLength, kChunked, kUntilEof };
+    Kind kind = Kind::kLength;
+    size_t remaining = 0;     // kLength: bytes still to come
+    bool active = false;      // started and not read to its end
+    bool must_close = false;  // the connection cannot serve another request afterwards
+  };
+
  private:
   Result<ClientResponse> RoundTrip(std::string_view bytes,
                                    std::chrono::steady_clock::time_point deadline,
-                                   bool* nothing_received);
+                                   bool* nothing_received, bool head_only);
+  // Sends `request` with the reconnect-once rule of Call().
+  Result<ClientResponse> Exchange(const std::string& request,
+                                  std::chrono::steady_clock::time_point deadline, bool head_only);
+  // Called when the started body ended: keeps or closes the connection.
+  void BodyEnded();
 
   std::string path_;
   int fd_ = -1;
   std::string buf_;      // bytes read past the previous response
   bool reused_ = false;  // at least one response was read on this connection
+  BodyState body_;
+  std::string line_buf_;  // ReadBodyLine: body bytes after the last returned line
 };
 
 // A client of the audit socket: one NDJSON line at a time.
