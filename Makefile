@@ -4,8 +4,10 @@ BUILD ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 
-.PHONY: all deps configure build run test test-slow test-all bench sanitize clean
+.PHONY: all deps configure build run test test-slow test-all fuzz bench sanitize clean
 
 all: build
 
@@ -28,11 +30,17 @@ run: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE slow $(CTEST_FLAGS)
 
+# The slow tests, then every fuzz target for FUZZ_SECONDS (clang build in FUZZ_BUILD).
 test-slow: build
 	cd $(BUILD) && ctest --output-on-failure -L slow $(CTEST_FLAGS)
+	JOBS=$(JOBS) scripts/run-fuzz $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 test-all: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+
+# The fuzz targets only (fuzz/README.md).
+fuzz: deps
+	JOBS=$(JOBS) scripts/run-fuzz $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 sanitize:
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DMISSY_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
@@ -43,4 +51,4 @@ bench: deps
 	bench/run $(BUILD)-bench
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-bench
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-bench $(FUZZ_BUILD)
