@@ -29,6 +29,8 @@
 
 #include "core/message.h"
 #include "storage/database.h"
+#include "storage/search.h"
+#include "storage/stores.h"
 
 namespace {
 
@@ -155,11 +157,12 @@ AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_
     std::fprintf(stderr, "open %s: %s\n", path.c_str(), db.status().ToString().c_str());
     std::exit(1);
   }
+  missy::Stores stores(**db);
   for (int w = 0; w < writers; ++w) {
     missy::Session s;
     s.id = "bench-" + std::to_string(w);
     s.created_at_ms = NowMs();
-    if (!(*db)->CreateSession(s).ok()) std::exit(1);
+    if (!stores.sessions.Create(s).ok()) std::exit(1);
   }
   std::atomic<bool> go{false}, stop{false};
   std::atomic<int64_t> messages{0}, calls{0};
@@ -174,7 +177,7 @@ AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_
         std::vector<missy::NewMessage> b;
         for (int k = 0; k < batch; ++k) b.push_back(missy::NewMessage{corpus[next++ % corpus.size()], 50, 0});
         auto t0 = Clock::now();
-        auto r = (*db)->AppendMessages(session, b, NowMs());
+        auto r = stores.messages.Append(session, std::move(b), NowMs());
         auto t1 = Clock::now();
         if (!r.ok()) {
           std::fprintf(stderr, "append: %s\n", r.status().ToString().c_str());
@@ -196,7 +199,7 @@ AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_
   const double cpu = CpuSeconds() - cpu0;
   // Check: everything acknowledged is there.
   int64_t stored = 0;
-  for (int w = 0; w < writers; ++w) stored += (*db)->GetSession("bench-" + std::to_string(w))->message_count;
+  for (int w = 0; w < writers; ++w) stored += stores.sessions.Get("bench-" + std::to_string(w))->message_count;
   if (stored != messages.load()) {
     std::fprintf(stderr, "acknowledged %lld messages but %lld are stored\n", static_cast<long long>(messages.load()),
                  static_cast<long long>(stored));
@@ -209,7 +212,7 @@ AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_
     missy::SearchOptions o;
     o.query = "zzzunmatchedzzz";
     auto t0 = Clock::now();
-    auto hits = (*db)->Search(o);
+    auto hits = missy::Search(**db, o);
     r.catch_up_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     if (!hits.ok() || IndexBacklog(path) != 0) {
       std::fprintf(stderr, "catch-up search failed\n");
@@ -239,6 +242,7 @@ void SearchBench(const std::string& dir, const Corpus& corpus, int total_message
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
   auto db = missy::Database::Open(path);
   if (!db.ok()) std::exit(1);
+  missy::Stores stores(**db);
   const int sessions = 100;
   const int per_session = total_messages / sessions;
   std::mt19937 rng(11);
@@ -246,20 +250,20 @@ void SearchBench(const std::string& dir, const Corpus& corpus, int total_message
   for (int s = 0; s < sessions; ++s) {
     missy::Session session;
     session.id = "s" + std::to_string(s);
-    if (!(*db)->CreateSession(session).ok()) std::exit(1);
+    if (!stores.sessions.Create(session).ok()) std::exit(1);
     for (int done = 0; done < per_session; done += 500) {
       std::vector<missy::NewMessage> batch;
       for (int k = 0; k < 500 && done + k < per_session; ++k) {
         batch.push_back(missy::NewMessage{corpus.trajectory[rng() % corpus.trajectory.size()], 50, 0});
       }
-      if (!(*db)->AppendMessages(session.id, batch, NowMs()).ok()) std::exit(1);
+      if (!stores.messages.Append(session.id, std::move(batch), NowMs()).ok()) std::exit(1);
     }
   }
   for (int i = 0; i < 1000; ++i) {
     missy::MemoryItem m;
     m.text = corpus.chat[static_cast<size_t>(i) % corpus.chat.size()].text;
     m.created_at_ms = i;
-    if (!(*db)->AddMemoryItem(m).ok()) std::exit(1);
+    if (!stores.memory.Add(m).ok()) std::exit(1);
   }
   double load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
   // What the writer did not index while idle during the load, the first search does.
@@ -268,7 +272,7 @@ void SearchBench(const std::string& dir, const Corpus& corpus, int total_message
   {
     missy::SearchOptions o;
     o.query = "zzzunmatchedzzz";
-    if (!(*db)->Search(o).ok()) std::exit(1);
+    if (!missy::Search(**db, o).ok()) std::exit(1);
   }
   double catch_up_ms = std::chrono::duration<double, std::milli>(Clock::now() - catch_up_start).count();
   std::printf("\nFTS search over %d messages (%d sessions, trajectory text) + 1000 memory items\n",
@@ -303,10 +307,10 @@ void SearchBench(const std::string& dir, const Corpus& corpus, int total_message
       if (kind.exclude) o.exclude_session_id = "s" + std::to_string(q % sessions);
       if (kind.after_append) {
         missy::NewMessage m{corpus.chat[rng() % corpus.chat.size()], 50, 0};
-        if (!(*db)->AppendMessages("s" + std::to_string(q % sessions), {m}, NowMs()).ok()) std::exit(1);
+        if (!stores.messages.Append("s" + std::to_string(q % sessions), {m}, NowMs()).ok()) std::exit(1);
       }
       auto t0 = Clock::now();
-      auto r = (*db)->Search(o);
+      auto r = missy::Search(**db, o);
       ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
       if (!r.ok()) {
         std::fprintf(stderr, "search failed: %s\n", r.status().ToString().c_str());

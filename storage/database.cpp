@@ -171,10 +171,12 @@ class Database::Impl {
     }
   }
 
-  Status RunStatement(const char* sql) {
+  // The message (with the path) is built only on error: this runs several times a write.
+  Status RunStatement(std::string_view sql) {
     auto stmt = writer_->Prepare(sql);
-    if (!stmt.ok()) return stmt.status();
-    return stmt->Run(std::string("database ") + path_ + ": " + sql);
+    Status st = stmt.ok() ? stmt->Run() : stmt.status();
+    if (st.ok()) return st;
+    return Status(st.code(), "database " + path_ + ": " + std::string(sql) + ": " + st.message());
   }
 
   static void RunHooksBackwards(std::vector<std::function<void()>>& hooks) {

@@ -99,21 +99,26 @@ Result<std::vector<StoredMessage>> MessageStore::Append(Txn& txn, std::string_vi
   int64_t batch_tokens = 0;
   for (const EncodedBatch::Row& row : batch.rows_) batch_tokens += row.source.tokens;
   const int64_t n = static_cast<int64_t>(batch.rows_.size());
-  // One statement reserves the seqs and updates the counters (RETURNING the new last).
   int64_t seq = 0;
   {
-    MISSY_ASSIGN_STMT(update, c,
-                      "UPDATE sessions SET message_count = message_count + ?2, "
-                      "total_tokens = total_tokens + ?3, last_seq = last_seq + ?2, "
-                      "updated_at_ms = ?4 WHERE id = ?1 RETURNING last_seq");
-    update.Bind(1, session_id).Bind(2, n).Bind(3, batch_tokens).Bind(4, now_ms);
-    MISSY_ASSIGN_NEXT(row, update, "update session '" + std::string(session_id) + "'");
+    MISSY_ASSIGN_STMT(last, c, "SELECT last_seq FROM sessions WHERE id = ?1");
+    last.Bind(1, session_id);
+    MISSY_ASSIGN_NEXT(row, last, "read session");
     if (!row) {
       return Status::NotFound("session '" + std::string(session_id) + "' not found",
                               "session_id");
     }
-    seq = update.Int(0) - n;
-    MISSY_RETURN_IF_ERROR(update.Run("update session '" + std::string(session_id) + "'"));
+    seq = last.Int(0);
+  }
+  // (UPDATE ... RETURNING would save the SELECT, but SQLite buffers RETURNING rows in
+  // an ephemeral table: measurably more writer CPU per append than the point read.)
+  {
+    MISSY_ASSIGN_STMT(update, c,
+                      "UPDATE sessions SET message_count = message_count + ?2, "
+                      "total_tokens = total_tokens + ?3, last_seq = ?4, updated_at_ms = ?5 "
+                      "WHERE id = ?1");
+    update.Bind(1, session_id).Bind(2, n).Bind(3, batch_tokens).Bind(4, seq + n).Bind(5, now_ms);
+    MISSY_RETURN_IF_ERROR(update.Run("update session"));
   }
   std::vector<StoredMessage> stored;
   stored.reserve(batch.rows_.size());
@@ -127,14 +132,15 @@ Result<std::vector<StoredMessage>> MessageStore::Append(Txn& txn, std::string_vi
     const std::string_view text = m.content_form == ContentForm::kString ? std::string_view(m.text)
                                   : m.content_form == ContentForm::kParts ? std::string_view(row.text)
                                                                            : std::string_view();
-    insert.Bind(1, session_id)
+    // Everything bound without a copy lives until the step below is done.
+    insert.BindStatic(1, session_id)
         .Bind(2, seq)
-        .Bind(3, RoleName(m.role))
+        .BindStatic(3, RoleName(m.role))
         .BindStatic(4, row.content_json)
-        .Bind(5, row.tool_calls_json.empty() ? std::string_view("[]")
-                                             : std::string_view(row.tool_calls_json))
-        .Bind(6, m.tool_call_id)
-        .Bind(7, m.name)
+        .BindStatic(5, row.tool_calls_json.empty() ? std::string_view("[]")
+                                                   : std::string_view(row.tool_calls_json))
+        .BindStatic(6, m.tool_call_id)
+        .BindStatic(7, m.name)
         .Bind(8, now_ms)
         .Bind(9, row.source.tokens)
         .Bind(10, static_cast<int64_t>(row.source.flags))

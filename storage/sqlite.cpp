@@ -166,14 +166,14 @@ Status Connection::Exec(std::string_view sql, std::string_view what) {
   return Status::Ok();
 }
 
-Result<Statement> Connection::Prepare(const std::string& sql) {
+Result<Statement> Connection::Prepare(std::string_view sql) {
   auto it = cache_.find(sql);
   if (it == cache_.end()) {
     sqlite3_stmt* stmt = nullptr;
-    int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
+    int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
                                 SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
-    if (rc != SQLITE_OK) return Error(rc, "prepare " + sql);
-    it = cache_.emplace(sql, stmt).first;
+    if (rc != SQLITE_OK) return Error(rc, "prepare " + std::string(sql));
+    it = cache_.emplace(std::string(sql), stmt).first;
   }
   return Statement(db_, it->second);
 }

@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -93,7 +94,7 @@ class Connection {
   // Runs one or more statements (no results), e.g. a migration or a pragma.
   Status Exec(std::string_view sql, std::string_view what = {});
   // A cached prepared statement for `sql` (prepared on first use).
-  Result<Statement> Prepare(const std::string& sql);
+  Result<Statement> Prepare(std::string_view sql);
   // Runs a query returning one integer (e.g. "PRAGMA user_version"); kNotFound if no row.
   Result<int64_t> QueryInt(const std::string& sql);
 
@@ -109,7 +110,12 @@ class Connection {
   Connection(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   sqlite3* db_;
   std::string path_;
-  std::unordered_map<std::string, sqlite3_stmt*> cache_;
+  struct SqlHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view sql) const { return std::hash<std::string_view>()(sql); }
+  };
+  // Keyed by SQL text; looked up by string_view (no copy of the text per lookup).
+  std::unordered_map<std::string, sqlite3_stmt*, SqlHash, std::equal_to<>> cache_;
 };
 
 // Hex SHA-256 of `data` (64 lowercase hex digits).
