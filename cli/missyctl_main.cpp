@@ -1,6 +1,5 @@
 // missyctl: command-line client of missyd over its Unix sockets.
 #include <boost/json.hpp>
-
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -10,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "config/config.h"
 #include "cli/http_client.h"
+#include "config/config.h"
 #include "config/tokenizers.h"
 
 namespace {
@@ -279,8 +278,8 @@ int main(int argc, char** argv) {
   if (cmd == "messages") {
     if (!need_id()) return 2;
     return Call(socket, "GET",
-                "/v1/sessions/" + UrlEncode(args.positional[1]) + "/messages?after=" +
-                    args.Get("--after", "0"),
+                "/v1/sessions/" + UrlEncode(args.positional[1]) +
+                    "/messages?after=" + args.Get("--after", "0"),
                 "", print_json);
   }
   if (cmd == "context") {
@@ -289,7 +288,8 @@ int main(int argc, char** argv) {
     if (!args.Get("--message").empty()) {
       body["message"] = json::object{{"role", "user"}, {"content", args.Get("--message")}};
     }
-    if (!args.Get("--window").empty()) body["context_window"] = std::atoll(args.Get("--window").c_str());
+    if (!args.Get("--window").empty())
+      body["context_window"] = std::atoll(args.Get("--window").c_str());
     return Call(socket, "POST", "/v1/sessions/" + UrlEncode(args.positional[1]) + "/context",
                 json::serialize(body), [](const json::value& v) {
                   std::printf("context %s: %zu messages\n",
@@ -309,15 +309,18 @@ int main(int argc, char** argv) {
   if (cmd == "import-missy") {
     json::object body;
     if (args.positional.size() >= 2) body["path"] = args.positional[1];
-    return Call(socket, "POST", "/v1/import/missy", json::serialize(body), [](const json::value& v) {
-      std::printf("imported from %s: %lld sessions, %lld messages, %lld summaries, %lld learnings (%lld already present)\n",
-                  std::string(v.at("path").as_string()).c_str(),
-                  static_cast<long long>(v.at("sessions").to_number<int64_t>()),
-                  static_cast<long long>(v.at("messages").to_number<int64_t>()),
-                  static_cast<long long>(v.at("summaries").to_number<int64_t>()),
-                  static_cast<long long>(v.at("learnings").to_number<int64_t>()),
-                  static_cast<long long>(v.at("skipped").to_number<int64_t>()));
-    });
+    return Call(socket, "POST", "/v1/import/missy", json::serialize(body),
+                [](const json::value& v) {
+                  std::printf(
+                      "imported from %s: %lld sessions, %lld messages, %lld summaries, %lld "
+                      "learnings (%lld already present)\n",
+                      std::string(v.at("path").as_string()).c_str(),
+                      static_cast<long long>(v.at("sessions").to_number<int64_t>()),
+                      static_cast<long long>(v.at("messages").to_number<int64_t>()),
+                      static_cast<long long>(v.at("summaries").to_number<int64_t>()),
+                      static_cast<long long>(v.at("learnings").to_number<int64_t>()),
+                      static_cast<long long>(v.at("skipped").to_number<int64_t>()));
+                });
   }
   if (cmd == "jobs") {
     std::string target = "/v1/jobs";
@@ -340,7 +343,8 @@ int main(int argc, char** argv) {
         body["text"] = arg;
         json::array tags;
         auto range = args.options.equal_range("--tag");
-        for (auto it = range.first; it != range.second; ++it) tags.push_back(json::string(it->second));
+        for (auto it = range.first; it != range.second; ++it)
+          tags.push_back(json::string(it->second));
         body["tags"] = std::move(tags);
         if (!args.Get("--session").empty()) body["session_id"] = args.Get("--session");
       } else {
@@ -374,8 +378,8 @@ int main(int argc, char** argv) {
       return rc != 0 ? rc : verdict;
     }
     if (sub == "list") {
-      std::string target = "/v1/audit?since=" + args.Get("--since", "0") +
-                           "&limit=" + args.Get("--limit", "100");
+      std::string target =
+          "/v1/audit?since=" + args.Get("--since", "0") + "&limit=" + args.Get("--limit", "100");
       if (!args.Get("--type").empty()) target += "&type=" + UrlEncode(args.Get("--type"));
       return Call(socket, "GET", target, "", [](const json::value& v) {
         for (const json::value& e : v.at("events").as_array()) {
