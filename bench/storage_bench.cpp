@@ -6,12 +6,15 @@
 // backlog left when the writers stopped, how long the first search took to catch the
 // index up, and the CPU per message including that indexing.
 //   storage_bench [--seconds S] [--dir DIR] [--search-messages N] [--search-only]
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <boost/json.hpp>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -21,11 +24,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <boost/json.hpp>
-#include <sqlite3.h>
-
-#include <cctype>
 
 #include "core/message.h"
 #include "storage/database.h"
@@ -73,7 +71,8 @@ Corpus LoadCorpus() {
     }
   }
   if (c.words.empty()) {
-    for (const char* w : {"deploy", "staging", "nginx", "postgres", "migration", "tests", "failure", "config"}) {
+    for (const char* w :
+         {"deploy", "staging", "nginx", "postgres", "migration", "tests", "failure", "config"}) {
       c.words.push_back(w);
     }
   }
@@ -88,12 +87,14 @@ Corpus LoadCorpus() {
 
 double AverageBytes(const std::vector<missy::Message>& v) {
   size_t total = 0;
-  for (const auto& m : v) total += missy::ContentToJsonText(m).size() + missy::ToolCallsToJsonText(m.tool_calls).size();
+  for (const auto& m : v)
+    total += missy::ContentToJsonText(m).size() + missy::ToolCallsToJsonText(m.tool_calls).size();
   return v.empty() ? 0 : static_cast<double>(total) / static_cast<double>(v.size());
 }
 
 int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -115,11 +116,11 @@ struct AppendResult {
   double msgs_per_s = 0;
   double calls_per_s = 0;
   double p50_ms = 0, p99_ms = 0;
-  double avg_group = 0;   // write calls per committed transaction
+  double avg_group = 0;       // write calls per committed transaction
   double cpu_us_per_msg = 0;  // process CPU (all threads) per acknowledged message
   int64_t messages = 0;
-  int64_t backlog = 0;             // messages not yet indexed when the writers stopped
-  double catch_up_ms = 0;          // the first search after the run (indexes the backlog)
+  int64_t backlog = 0;                // messages not yet indexed when the writers stopped
+  double catch_up_ms = 0;             // the first search after the run (indexes the backlog)
   double cpu_us_per_msg_indexed = 0;  // CPU per message including the catch-up
   int64_t index_transactions = 0;
 };
@@ -130,10 +131,11 @@ int64_t IndexBacklog(const std::string& path) {
   int64_t backlog = -1;
   if (sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
     sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(raw,
-                           "SELECT count(*) FROM messages WHERE id > "
-                           "(SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'messages_fts_indexed')",
-                           -1, &st, nullptr) == SQLITE_OK &&
+    if (sqlite3_prepare_v2(
+            raw,
+            "SELECT count(*) FROM messages WHERE id > "
+            "(SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'messages_fts_indexed')",
+            -1, &st, nullptr) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW) {
       backlog = sqlite3_column_int64(st, 0);
     }
@@ -145,10 +147,10 @@ int64_t IndexBacklog(const std::string& path) {
 
 // `writers` threads, each on its own session, append `batch` messages per call for
 // `seconds`. max_batch = 1 disables group commit (one transaction per call).
-AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_batch, double seconds,
-                        const std::vector<missy::Message>& corpus) {
-  const std::string path = dir + "/append-" + std::to_string(writers) + "-" + std::to_string(batch) + "-" +
-                           std::to_string(max_batch) + ".db";
+AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_batch,
+                        double seconds, const std::vector<missy::Message>& corpus) {
+  const std::string path = dir + "/append-" + std::to_string(writers) + "-" +
+                           std::to_string(batch) + "-" + std::to_string(max_batch) + ".db";
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
   missy::DatabaseOptions options;
   options.max_batch = max_batch;
@@ -175,7 +177,8 @@ AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_
       while (!go.load()) std::this_thread::yield();
       while (!stop.load(std::memory_order_relaxed)) {
         std::vector<missy::NewMessage> b;
-        for (int k = 0; k < batch; ++k) b.push_back(missy::NewMessage{corpus[next++ % corpus.size()], 50, 0});
+        for (int k = 0; k < batch; ++k)
+          b.push_back(missy::NewMessage{corpus[next++ % corpus.size()], 50, 0});
         auto t0 = Clock::now();
         auto r = stores.messages.Append(session, std::move(b), NowMs());
         auto t1 = Clock::now();
@@ -183,7 +186,8 @@ AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_
           std::fprintf(stderr, "append: %s\n", r.status().ToString().c_str());
           std::exit(1);
         }
-        latencies[static_cast<size_t>(w)].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+        latencies[static_cast<size_t>(w)].push_back(
+            std::chrono::duration<double, std::milli>(t1 - t0).count());
         messages += static_cast<int64_t>(r->size());
         ++calls;
       }
@@ -199,10 +203,11 @@ AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_
   const double cpu = CpuSeconds() - cpu0;
   // Check: everything acknowledged is there.
   int64_t stored = 0;
-  for (int w = 0; w < writers; ++w) stored += stores.sessions.Get("bench-" + std::to_string(w))->message_count;
+  for (int w = 0; w < writers; ++w)
+    stored += stores.sessions.Get("bench-" + std::to_string(w))->message_count;
   if (stored != messages.load()) {
-    std::fprintf(stderr, "acknowledged %lld messages but %lld are stored\n", static_cast<long long>(messages.load()),
-                 static_cast<long long>(stored));
+    std::fprintf(stderr, "acknowledged %lld messages but %lld are stored\n",
+                 static_cast<long long>(messages.load()), static_cast<long long>(stored));
     std::exit(1);
   }
   // The index: what was left pending, and what catching it up costs (a search does).
@@ -228,9 +233,12 @@ AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_
   r.p50_ms = Percentile(all, 0.50);
   r.p99_ms = Percentile(all, 0.99);
   missy::WriterStats stats = (*db)->GetWriterStats();
-  r.avg_group = stats.transactions > 0 ? static_cast<double>(stats.writes) / static_cast<double>(stats.transactions) : 0;
+  r.avg_group = stats.transactions > 0
+                    ? static_cast<double>(stats.writes) / static_cast<double>(stats.transactions)
+                    : 0;
   r.cpu_us_per_msg = r.messages > 0 ? cpu * 1e6 / static_cast<double>(r.messages) : 0;
-  r.cpu_us_per_msg_indexed = r.messages > 0 ? cpu_indexed * 1e6 / static_cast<double>(r.messages) : 0;
+  r.cpu_us_per_msg_indexed =
+      r.messages > 0 ? cpu_indexed * 1e6 / static_cast<double>(r.messages) : 0;
   r.index_transactions = stats.index_transactions;
   db->reset();
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
@@ -254,7 +262,8 @@ void SearchBench(const std::string& dir, const Corpus& corpus, int total_message
     for (int done = 0; done < per_session; done += 500) {
       std::vector<missy::NewMessage> batch;
       for (int k = 0; k < 500 && done + k < per_session; ++k) {
-        batch.push_back(missy::NewMessage{corpus.trajectory[rng() % corpus.trajectory.size()], 50, 0});
+        batch.push_back(
+            missy::NewMessage{corpus.trajectory[rng() % corpus.trajectory.size()], 50, 0});
       }
       if (!stores.messages.Append(session.id, std::move(batch), NowMs()).ok()) std::exit(1);
     }
@@ -274,15 +283,17 @@ void SearchBench(const std::string& dir, const Corpus& corpus, int total_message
     o.query = "zzzunmatchedzzz";
     if (!missy::Search(**db, o).ok()) std::exit(1);
   }
-  double catch_up_ms = std::chrono::duration<double, std::milli>(Clock::now() - catch_up_start).count();
+  double catch_up_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - catch_up_start).count();
   std::printf("\nFTS search over %d messages (%d sessions, trajectory text) + 1000 memory items\n",
               sessions * per_session, sessions);
   std::printf("  bulk load: %.1f s (%.0f messages/s in 500-message batches)\n", load_s,
               sessions * per_session / load_s);
-  std::printf("  index backlog after the load: %lld messages, caught up by the first search in %.1f ms\n",
-              static_cast<long long>(backlog), catch_up_ms);
-  std::printf("  %-44s %8s %8s %8s %8s %6s\n", "query kind (200 queries, max 10 hits)", "p50 ms", "p95 ms", "p99 ms",
-              "max ms", "hits");
+  std::printf(
+      "  index backlog after the load: %lld messages, caught up by the first search in %.1f ms\n",
+      static_cast<long long>(backlog), catch_up_ms);
+  std::printf("  %-44s %8s %8s %8s %8s %6s\n", "query kind (200 queries, max 10 hits)", "p50 ms",
+              "p95 ms", "p99 ms", "max ms", "hits");
   struct Kind {
     const char* name;
     int words;
@@ -291,7 +302,8 @@ void SearchBench(const std::string& dir, const Corpus& corpus, int total_message
     bool after_append;  // one message appended (acknowledged) just before each query
   };
   for (const Kind& kind :
-       {Kind{"1 word, all sources", 1, false, false, false}, Kind{"3 words, all sources", 3, false, false, false},
+       {Kind{"1 word, all sources", 1, false, false, false},
+        Kind{"3 words, all sources", 3, false, false, false},
         Kind{"3 words, excluding one session", 3, true, false, false},
         Kind{"8 words (user message sized)", 8, false, false, false},
         Kind{"hostile (quotes, NEAR(, *, 10 KB)", 3, false, true, false},
@@ -300,14 +312,18 @@ void SearchBench(const std::string& dir, const Corpus& corpus, int total_message
     double hits = 0;
     for (int q = 0; q < 200; ++q) {
       missy::SearchOptions o;
-      for (int w = 0; w < kind.words; ++w) o.query += corpus.words[rng() % corpus.words.size()] + " ";
+      for (int w = 0; w < kind.words; ++w)
+        o.query += corpus.words[rng() % corpus.words.size()] + " ";
       if (kind.hostile) {
-        o.query = (q % 3 == 0 ? "NEAR(\"" + o.query + "* -" : q % 3 == 1 ? "((" + o.query + "\"\"" : std::string(10240, 'x') + " " + o.query);
+        o.query = (q % 3 == 0   ? "NEAR(\"" + o.query + "* -"
+                   : q % 3 == 1 ? "((" + o.query + "\"\""
+                                : std::string(10240, 'x') + " " + o.query);
       }
       if (kind.exclude) o.exclude_session_id = "s" + std::to_string(q % sessions);
       if (kind.after_append) {
         missy::NewMessage m{corpus.chat[rng() % corpus.chat.size()], 50, 0};
-        if (!stores.messages.Append("s" + std::to_string(q % sessions), {m}, NowMs()).ok()) std::exit(1);
+        if (!stores.messages.Append("s" + std::to_string(q % sessions), {m}, NowMs()).ok())
+          std::exit(1);
       }
       auto t0 = Clock::now();
       auto r = missy::Search(**db, o);
@@ -319,8 +335,9 @@ void SearchBench(const std::string& dir, const Corpus& corpus, int total_message
       hits += static_cast<double>(r->size());
     }
     std::vector<double> copy = ms;
-    std::printf("  %-44s %8.2f %8.2f %8.2f %8.2f %6.1f\n", kind.name, Percentile(copy, 0.5), Percentile(copy, 0.95),
-                Percentile(copy, 0.99), *std::max_element(ms.begin(), ms.end()), hits / 200);
+    std::printf("  %-44s %8.2f %8.2f %8.2f %8.2f %6.1f\n", kind.name, Percentile(copy, 0.5),
+                Percentile(copy, 0.95), Percentile(copy, 0.99),
+                *std::max_element(ms.begin(), ms.end()), hits / 200);
   }
   db->reset();
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
@@ -344,7 +361,9 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--search-messages") && has_value) {
       search_messages = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: storage_bench [--seconds S] [--dir DIR] [--search-messages N] [--search-only]\n");
+      std::fprintf(
+          stderr,
+          "usage: storage_bench [--seconds S] [--dir DIR] [--search-messages N] [--search-only]\n");
       return 2;
     }
   }
@@ -356,14 +375,15 @@ int main(int argc, char** argv) {
     dir = tmpl;
   }
   Corpus corpus = LoadCorpus();
-  std::printf("missyd storage benchmark: SQLite %s, WAL, synchronous=FULL, dir %s, %.1f s per row\n",
-              sqlite3_libversion(), dir.c_str(), seconds);
+  std::printf(
+      "missyd storage benchmark: SQLite %s, WAL, synchronous=FULL, dir %s, %.1f s per row\n",
+      sqlite3_libversion(), dir.c_str(), seconds);
   std::printf("messages: chat %.0f B avg, trajectory %.0f B avg (%zu real agent messages)\n\n",
               AverageBytes(corpus.chat), AverageBytes(corpus.trajectory), corpus.trajectory.size());
   std::printf("Durable appends (each acknowledged after its transaction committed)\n");
-  std::printf("  %-18s %-11s %7s %6s %12s %10s %9s %9s %10s %10s | %8s %8s %9s %12s\n", "mode", "messages",
-              "writers", "batch", "messages/s", "calls/s", "p50 ms", "p99 ms", "calls/txn", "cpu us/msg", "backlog",
-              "idx txns", "catchup ms", "cpu+idx us/msg");
+  std::printf("  %-18s %-11s %7s %6s %12s %10s %9s %9s %10s %10s | %8s %8s %9s %12s\n", "mode",
+              "messages", "writers", "batch", "messages/s", "calls/s", "p50 ms", "p99 ms",
+              "calls/txn", "cpu us/msg", "backlog", "idx txns", "catchup ms", "cpu+idx us/msg");
   struct Row {
     const char* mode;
     int max_batch;
@@ -382,10 +402,13 @@ int main(int argc, char** argv) {
     if (search_only) break;
     AppendResult r = RunAppends(dir, row.writers, row.batch, row.max_batch, seconds,
                                 row.trajectory ? corpus.trajectory : corpus.chat);
-    std::printf("  %-18s %-11s %7d %6d %12.0f %10.0f %9.2f %9.2f %10.1f %10.1f | %8lld %8lld %9.1f %12.1f\n",
-                row.mode, row.trajectory ? "trajectory" : "chat", row.writers, row.batch, r.msgs_per_s, r.calls_per_s,
-                r.p50_ms, r.p99_ms, r.avg_group, r.cpu_us_per_msg, static_cast<long long>(r.backlog),
-                static_cast<long long>(r.index_transactions), r.catch_up_ms, r.cpu_us_per_msg_indexed);
+    std::printf(
+        "  %-18s %-11s %7d %6d %12.0f %10.0f %9.2f %9.2f %10.1f %10.1f | %8lld %8lld %9.1f "
+        "%12.1f\n",
+        row.mode, row.trajectory ? "trajectory" : "chat", row.writers, row.batch, r.msgs_per_s,
+        r.calls_per_s, r.p50_ms, r.p99_ms, r.avg_group, r.cpu_us_per_msg,
+        static_cast<long long>(r.backlog), static_cast<long long>(r.index_transactions),
+        r.catch_up_ms, r.cpu_us_per_msg_indexed);
     std::fflush(stdout);
   }
   SearchBench(dir, corpus, search_messages);

@@ -8,8 +8,8 @@ namespace missy {
 
 struct Session {
   std::string id;
-  std::string model;          // may be empty: the budget defaults then apply
-  std::string system_prompt;  // may be empty
+  std::string model;                 // may be empty: the budget defaults then apply
+  std::string system_prompt;         // may be empty
   std::string tools_json = "[]";     // tool definitions (JSON array text, as the agent sent it)
   std::string metadata_json = "{}";  // free-form JSON object text
   int64_t context_window = 0;        // 0: from the model table / budget default

@@ -74,9 +74,8 @@ Result<ChainPoint> ReadAnchor(Connection& c) {
 
 Result<ChainPoint> ReadTail(Connection& c) {
   {
-    MISSY_ASSIGN_STMT(q, c,
-                      std::string("SELECT ") + kColumns +
-                          " FROM audit_events ORDER BY seq DESC LIMIT 1");
+    MISSY_ASSIGN_STMT(
+        q, c, std::string("SELECT ") + kColumns + " FROM audit_events ORDER BY seq DESC LIMIT 1");
     MISSY_ASSIGN_NEXT(row, q, "read audit tail");
     if (row) return ChainPoint{q.Int(0), LineHash(FromRow(q))};
   }
@@ -165,10 +164,9 @@ Result<std::vector<AuditEvent>> AuditLog::Since(int64_t since_seq, int limit,
                                                 std::string_view event_type) {
   std::vector<AuditEvent> out;
   MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
-    const std::string sql = std::string("SELECT ") + kColumns +
-                            " FROM audit_events WHERE seq > ?1 " +
-                            (event_type.empty() ? "" : "AND event_type = ?3 ") +
-                            "ORDER BY seq LIMIT ?2";
+    const std::string sql =
+        std::string("SELECT ") + kColumns + " FROM audit_events WHERE seq > ?1 " +
+        (event_type.empty() ? "" : "AND event_type = ?3 ") + "ORDER BY seq LIMIT ?2";
     MISSY_ASSIGN_STMT(q, c, sql);
     q.Bind(1, since_seq).Bind(2, static_cast<int64_t>(limit > 0 ? limit : -1));
     if (!event_type.empty()) q.Bind(3, event_type);
@@ -190,7 +188,8 @@ Result<AuditVerifyReport> AuditLog::Verify() {
       report.reason = std::move(reason);
     };
     {
-      MISSY_ASSIGN_STMT(q, c, std::string("SELECT ") + kColumns + " FROM audit_events ORDER BY seq");
+      MISSY_ASSIGN_STMT(q, c,
+                        std::string("SELECT ") + kColumns + " FROM audit_events ORDER BY seq");
       for (;;) {
         MISSY_ASSIGN_NEXT(row, q, "read audit events");
         if (!row) break;
@@ -200,12 +199,11 @@ Result<AuditVerifyReport> AuditLog::Verify() {
         ++report.checked;
         if (!report.ok) continue;
         if (e.seq != expected_seq) {
-          broken(expected_seq, e.seq > expected_seq
-                                   ? "event " + std::to_string(expected_seq) +
-                                         " is missing (next present is " + std::to_string(e.seq) +
-                                         ")"
-                                   : "event " + std::to_string(e.seq) +
-                                         " is before the retention anchor");
+          broken(expected_seq,
+                 e.seq > expected_seq
+                     ? "event " + std::to_string(expected_seq) + " is missing (next present is " +
+                           std::to_string(e.seq) + ")"
+                     : "event " + std::to_string(e.seq) + " is before the retention anchor");
           continue;
         }
         if (e.prev_chain_hash != expected_prev) {

@@ -113,8 +113,7 @@ class Database::Impl {
         if (queue_.empty() && !must_index) {
           const auto idle_from = last_write + idle;
           if (std::chrono::steady_clock::now() < idle_from &&
-              queue_cv_.wait_until(lock, idle_from,
-                                   [&] { return stopping_ || !queue_.empty(); })) {
+              queue_cv_.wait_until(lock, idle_from, [&] { return stopping_ || !queue_.empty(); })) {
             continue;  // a write arrived (or the destructor): serve it first
           }
         }
@@ -205,8 +204,7 @@ class Database::Impl {
         // SQLite rolled the whole transaction back (disk full, I/O error): every write
         // of the batch is lost, so none may be acknowledged.
         RunHooksBackwards(txn.on_rollback_);
-        return fail_all(st.ok() ? Status::Unavailable("database " + path_ +
-                                                      ": transaction aborted")
+        return fail_all(st.ok() ? Status::Unavailable("database " + path_ + ": transaction aborted")
                                 : st);
       }
       if (st.ok()) st = RunStatement("RELEASE w");
@@ -283,8 +281,9 @@ class Database::Impl {
     auto conn = Connection::Open(path_, Connection::Mode::kReadOnly);
     if (!conn.ok()) return conn.status();
     (*conn)->SetBusyTimeout(options_.busy_timeout_ms);
-    MISSY_RETURN_IF_ERROR((*conn)->Exec(
-        "PRAGMA cache_size = -" + std::to_string(std::max<int64_t>(1, options_.cache_kib_per_connection))));
+    MISSY_RETURN_IF_ERROR(
+        (*conn)->Exec("PRAGMA cache_size = -" +
+                      std::to_string(std::max<int64_t>(1, options_.cache_kib_per_connection))));
     return ReaderLease(this, std::move(*conn));
   }
 
@@ -302,21 +301,21 @@ class Database::Impl {
 
   const std::string path_;
   const DatabaseOptions options_;
-  std::unique_ptr<Connection> writer_;             // writer thread only
-  std::unique_ptr<BackgroundWork> background_;     // writer thread only
-  Txn::States states_;                             // writer thread only
+  std::unique_ptr<Connection> writer_;                 // writer thread only
+  std::unique_ptr<BackgroundWork> background_;         // writer thread only
+  Txn::States states_;                                 // writer thread only
   std::vector<std::function<void()>> commit_hooks_;    // writer thread only
   std::vector<std::function<void()>> rollback_hooks_;  // writer thread only
 
   std::mutex mu_;
   std::condition_variable queue_cv_;
   std::condition_variable done_cv_;
-  std::deque<Request*> queue_;       // guarded by mu_
-  bool stopping_ = false;            // guarded by mu_
-  WriterStats stats_;                // guarded by mu_
-  int64_t pending_ = 1;              // background units pending, approx. (guarded by
-                                     // mu_; 1: look once after Open)
-  bool background_forced_ = false;   // the last background run went ahead of queued writes
+  std::deque<Request*> queue_;      // guarded by mu_
+  bool stopping_ = false;           // guarded by mu_
+  WriterStats stats_;               // guarded by mu_
+  int64_t pending_ = 1;             // background units pending, approx. (guarded by
+                                    // mu_; 1: look once after Open)
+  bool background_forced_ = false;  // the last background run went ahead of queued writes
   std::thread writer_thread_;
 
   std::mutex readers_mu_;
@@ -354,8 +353,8 @@ const DatabaseOptions& Database::options() const { return impl_->options(); }
 
 Result<std::unique_ptr<Database>> Database::Open(const std::string& path,
                                                  const DatabaseOptions& options) {
-  auto conn = Connection::Open(path, options.read_only ? Connection::Mode::kReadOnly
-                                                       : Connection::Mode::kReadWriteCreate);
+  auto conn = Connection::Open(
+      path, options.read_only ? Connection::Mode::kReadOnly : Connection::Mode::kReadWriteCreate);
   if (!conn.ok()) return conn.status();
   Connection& c = **conn;
   c.SetBusyTimeout(options.busy_timeout_ms);
@@ -376,17 +375,18 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path,
   }
   // FULL: a commit is on disk (WAL fsynced) before it is acknowledged. NORMAL would
   // lose the last commits on power loss, and group commit makes FULL cheap.
-  MISSY_RETURN_IF_ERROR(c.Exec("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; "
-                               "PRAGMA journal_size_limit = 67108864; PRAGMA cache_size = -" +
-                                   std::to_string(std::max<int64_t>(1, options.cache_kib_per_connection)),
-                               "database " + path + ": set pragmas"));
+  MISSY_RETURN_IF_ERROR(
+      c.Exec("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; "
+             "PRAGMA journal_size_limit = 67108864; PRAGMA cache_size = -" +
+                 std::to_string(std::max<int64_t>(1, options.cache_kib_per_connection)),
+             "database " + path + ": set pragmas"));
   if (options.max_page_count > 0) {
     MISSY_RETURN_IF_ERROR(
         c.Exec("PRAGMA max_page_count = " + std::to_string(options.max_page_count)));
   }
   MISSY_RETURN_IF_ERROR(schema::Migrate(c));
-  auto impl = std::make_unique<Impl>(path, options, std::move(*conn),
-                                     std::make_unique<MessageIndexer>());
+  auto impl =
+      std::make_unique<Impl>(path, options, std::move(*conn), std::make_unique<MessageIndexer>());
   return std::unique_ptr<Database>(new Database(std::move(impl)));
 }
 

@@ -36,16 +36,16 @@ class Connection;
 
 // How Open() treats the file. Defaults are what the daemon uses.
 struct DatabaseOptions {
-  bool read_only = false;      // open without write access: every write fails kUnavailable
-  int busy_timeout_ms = 5000;  // wait this long for another process's lock
-  int64_t max_page_count = 0;  // > 0: cap the file at this many pages (writes beyond
-                               // it fail kUnavailable, as on a full disk)
-  int max_batch = 1024;        // group commit: at most this many writes per transaction
-  int index_batch = 500;       // message text indexed per index transaction (see top)
-  int index_idle_ms = 5;       // the writer indexes after this long without writes
-  int64_t max_index_backlog = 100000;      // more messages than this waiting to be
-                                           // indexed: index transactions alternate
-                                           // with write ones
+  bool read_only = false;              // open without write access: every write fails kUnavailable
+  int busy_timeout_ms = 5000;          // wait this long for another process's lock
+  int64_t max_page_count = 0;          // > 0: cap the file at this many pages (writes beyond
+                                       // it fail kUnavailable, as on a full disk)
+  int max_batch = 1024;                // group commit: at most this many writes per transaction
+  int index_batch = 500;               // message text indexed per index transaction (see top)
+  int index_idle_ms = 5;               // the writer indexes after this long without writes
+  int64_t max_index_backlog = 100000;  // more messages than this waiting to be
+                                       // indexed: index transactions alternate
+                                       // with write ones
   int64_t cache_kib_per_connection = 2048;  // page cache of each connection (PRAGMA
                                             // cache_size = -N), writer and readers
   int max_readers = 4;  // idle read connections kept open (more may exist while busy)
@@ -53,8 +53,8 @@ struct DatabaseOptions {
 
 // Writer counters since Open (for /metrics and the benchmark).
 struct WriterStats {
-  int64_t transactions = 0;        // committed group (write) transactions
-  int64_t writes = 0;              // writes served (committed or failed)
+  int64_t transactions = 0;  // committed group (write) transactions
+  int64_t writes = 0;        // writes served (committed or failed)
   int64_t failed_writes = 0;
   int64_t max_batch = 0;           // most writes seen in one transaction
   int64_t index_transactions = 0;  // committed background (indexing) transactions

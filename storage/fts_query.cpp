@@ -55,7 +55,8 @@ std::vector<std::string> QueryTerms(std::string_view raw, const QueryLimits& lim
   std::string current;
   bool truncated = false;
   auto flush = [&] {
-    if (!current.empty() && terms.size() < limits.max_terms && seen.insert(AsciiLower(current)).second) {
+    if (!current.empty() && terms.size() < limits.max_terms &&
+        seen.insert(AsciiLower(current)).second) {
       terms.push_back(current);
     }
     current.clear();

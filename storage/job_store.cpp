@@ -54,8 +54,8 @@ Result<Job> RunningJob(Connection& c, int64_t id) {
 }  // namespace
 
 Result<EnqueueResult> JobStore::Enqueue(Txn& txn, std::string_view kind,
-                                        std::string_view session_id,
-                                        std::string_view payload_json, int64_t now_ms) {
+                                        std::string_view session_id, std::string_view payload_json,
+                                        int64_t now_ms) {
   if (kind.empty()) return Status::InvalidArgument("job kind must not be empty", "kind");
   Connection& c = txn.conn();
   EnqueueResult result;

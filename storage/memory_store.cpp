@@ -106,10 +106,11 @@ Result<std::vector<MemoryItem>> MemoryStore::List(const ListOptions& options,
                                                   std::string_view session_id) {
   std::vector<MemoryItem> out;
   MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
-    MISSY_ASSIGN_STMT(q, c,
-                      std::string("SELECT ") + kMemoryColumns +
-                          " FROM memory_items WHERE (?3 = '' OR session_id IS NULL OR "
-                          "session_id = ?3) ORDER BY created_at_ms DESC, n DESC LIMIT ?1 OFFSET ?2");
+    MISSY_ASSIGN_STMT(
+        q, c,
+        std::string("SELECT ") + kMemoryColumns +
+            " FROM memory_items WHERE (?3 = '' OR session_id IS NULL OR "
+            "session_id = ?3) ORDER BY created_at_ms DESC, n DESC LIMIT ?1 OFFSET ?2");
     store_util::BindPage(q, options);
     q.Bind(3, session_id);
     return store_util::CollectRows(q, MemoryFromRow, "list memory items", out);

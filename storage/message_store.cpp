@@ -105,8 +105,7 @@ Result<std::vector<StoredMessage>> MessageStore::Append(Txn& txn, std::string_vi
     last.Bind(1, session_id);
     MISSY_ASSIGN_NEXT(row, last, "read session");
     if (!row) {
-      return Status::NotFound("session '" + std::string(session_id) + "' not found",
-                              "session_id");
+      return Status::NotFound("session '" + std::string(session_id) + "' not found", "session_id");
     }
     seq = last.Int(0);
   }
@@ -130,8 +129,9 @@ Result<std::vector<StoredMessage>> MessageStore::Append(Txn& txn, std::string_vi
     ++seq;
     Message& m = row.source.message;
     const std::string_view text = m.content_form == ContentForm::kString ? std::string_view(m.text)
-                                  : m.content_form == ContentForm::kParts ? std::string_view(row.text)
-                                                                           : std::string_view();
+                                  : m.content_form == ContentForm::kParts
+                                      ? std::string_view(row.text)
+                                      : std::string_view();
     // Everything bound without a copy lives until the step below is done.
     insert.BindStatic(1, session_id)
         .Bind(2, seq)
@@ -166,18 +166,18 @@ Result<std::vector<StoredMessage>> MessageStore::Append(std::string_view session
                                                         std::vector<NewMessage>&& batch,
                                                         int64_t now_ms) {
   EncodedBatch encoded(std::move(batch));  // serialised here, off the writer thread
-  return store_util::WriteValue<std::vector<StoredMessage>>(db_, [&](Txn& txn) {
-    return Append(txn, session_id, std::move(encoded), now_ms);
-  });
+  return store_util::WriteValue<std::vector<StoredMessage>>(
+      db_, [&](Txn& txn) { return Append(txn, session_id, std::move(encoded), now_ms); });
 }
 
 Result<std::vector<StoredMessage>> MessageStore::Load(std::string_view session_id,
                                                       int64_t after_seq, int64_t limit) {
   std::vector<StoredMessage> out;
   MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
-    MISSY_ASSIGN_STMT(q, c,
-                      std::string("SELECT ") + kColumns +
-                          " FROM messages WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3");
+    MISSY_ASSIGN_STMT(
+        q, c,
+        std::string("SELECT ") + kColumns +
+            " FROM messages WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3");
     q.Bind(1, session_id).Bind(2, after_seq).Bind(3, limit > 0 ? limit : int64_t{-1});
     MISSY_RETURN_IF_ERROR(CollectMessages(q, session_id, LoadWhat(session_id), out));
     return out.empty() ? SessionMustExist(c, session_id) : Status::Ok();
@@ -193,9 +193,9 @@ Result<std::vector<StoredMessage>> MessageStore::Load(std::string_view session_i
   std::vector<StoredMessage> out;
   MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
     MISSY_RETURN_IF_ERROR(SessionMustExist(c, session_id));
-    MISSY_ASSIGN_STMT(q, c,
-                      std::string("SELECT ") + kColumns +
-                          " FROM messages WHERE session_id = ?1 AND seq = ?2");
+    MISSY_ASSIGN_STMT(
+        q, c,
+        std::string("SELECT ") + kColumns + " FROM messages WHERE session_id = ?1 AND seq = ?2");
     for (int64_t seq : sorted) {
       q.Bind(1, session_id).Bind(2, seq);
       MISSY_RETURN_IF_ERROR(CollectMessages(q, session_id, LoadWhat(session_id), out));
@@ -231,8 +231,8 @@ Result<std::vector<MessageMeta>> MessageStore::LoadMeta(std::string_view session
       auto role = ParseRole(q.TextView(1));
       if (!role) {
         return Status::Corruption("session '" + std::string(session_id) + "' message " +
-                                  std::to_string(m.seq) + ": unknown stored role '" +
-                                  q.Text(1) + "'");
+                                  std::to_string(m.seq) + ": unknown stored role '" + q.Text(1) +
+                                  "'");
       }
       m.role = *role;
       m.tokens = q.Int(2);

@@ -73,8 +73,7 @@ class MessageStore {
   // kNotFound for an unknown session; seqs that are not stored are ignored.
   Status AddFlags(Txn& txn, std::string_view session_id, const std::vector<int64_t>& seqs,
                   uint32_t flags);
-  Status AddFlags(std::string_view session_id, const std::vector<int64_t>& seqs,
-                  uint32_t flags);
+  Status AddFlags(std::string_view session_id, const std::vector<int64_t>& seqs, uint32_t flags);
 
  private:
   Database& db_;

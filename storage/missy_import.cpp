@@ -1,8 +1,7 @@
 #include "storage/missy_import.h"
 
-#include <boost/json.hpp>
-
 #include <algorithm>
+#include <boost/json.hpp>
 #include <charconv>
 #include <cstdlib>
 #include <functional>
@@ -53,7 +52,9 @@ int DaysFromCivil(int y, unsigned m, unsigned d) {  // Howard Hinnant's algorith
   return era * 146097 + static_cast<int>(doe) - 719468;
 }
 
-int64_t TimeOr(std::string_view text, int64_t fallback) { return ParseIsoTimestampMs(text).value_or(fallback); }
+int64_t TimeOr(std::string_view text, int64_t fallback) {
+  return ParseIsoTimestampMs(text).value_or(fallback);
+}
 
 bool HasTable(Connection& c, const char* name) {
   auto q = c.Prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1");
@@ -70,7 +71,8 @@ struct Source {
   std::vector<SourceLearning> learnings;
 };
 
-Status ReadRows(Connection& c, const std::string& sql, const std::function<void(const Statement&)>& row) {
+Status ReadRows(Connection& c, const std::string& sql,
+                const std::function<void(const Statement&)>& row) {
   auto q = c.Prepare(sql);
   if (!q.ok()) return q.status();
   const std::string what = "read Missy database " + c.path();
@@ -94,10 +96,12 @@ Result<Source> ReadSource(const std::string& path, int64_t now_ms) {
   Connection& c = **conn;
   auto check = c.QueryInt("SELECT count(*) FROM sqlite_master");
   if (!check.ok()) {
-    return Status(check.status().code(), "cannot read Missy database " + path + ": " + check.status().message());
+    return Status(check.status().code(),
+                  "cannot read Missy database " + path + ": " + check.status().message());
   }
   if (!HasTable(c, "sessions") || !HasTable(c, "turns")) {
-    return Status::InvalidArgument("'" + path + "' is not a Missy memory database (no sessions/turns tables)");
+    return Status::InvalidArgument("'" + path +
+                                   "' is not a Missy memory database (no sessions/turns tables)");
   }
   Source src;
   MISSY_RETURN_IF_ERROR(ReadRows(
@@ -110,20 +114,24 @@ Result<Source> ReadSource(const std::string& path, int64_t now_ms) {
         x.updated_ms = TimeOr(s.Text(5), x.created_ms);
         src.sessions.push_back(std::move(x));
       }));
-  MISSY_RETURN_IF_ERROR(ReadRows(c,
-                                 "SELECT id, session_id, coalesce(role, ''), coalesce(content, ''), "
-                                 "coalesce(timestamp, '') FROM turns ORDER BY session_id, timestamp, rowid",
-                                 [&](const Statement& s) {
-                                   src.turns.push_back(SourceTurn{s.Text(0), s.Text(1), s.Text(2), s.Text(3),
-                                                                  TimeOr(s.Text(4), now_ms)});
-                                 }));
+  MISSY_RETURN_IF_ERROR(
+      ReadRows(c,
+               "SELECT id, session_id, coalesce(role, ''), coalesce(content, ''), "
+               "coalesce(timestamp, '') FROM turns ORDER BY session_id, timestamp, rowid",
+               [&](const Statement& s) {
+                 src.turns.push_back(SourceTurn{s.Text(0), s.Text(1), s.Text(2), s.Text(3),
+                                                TimeOr(s.Text(4), now_ms)});
+               }));
   if (HasTable(c, "summaries")) {
     MISSY_RETURN_IF_ERROR(ReadRows(
         c,
-        "SELECT id, session_id, coalesce(content, ''), coalesce(parent_id, ''), coalesce(depth, 0), "
-        "coalesce(token_estimate, 0), coalesce(time_range_start, ''), coalesce(time_range_end, ''), "
+        "SELECT id, session_id, coalesce(content, ''), coalesce(parent_id, ''), coalesce(depth, "
+        "0), "
+        "coalesce(token_estimate, 0), coalesce(time_range_start, ''), coalesce(time_range_end, "
+        "''), "
         "coalesce(descendant_count, 0), coalesce(created_at, ''), coalesce(source_turn_ids, '[]'), "
-        "coalesce(source_summary_ids, '[]'), coalesce(file_refs, '[]') FROM summaries ORDER BY depth, rowid",
+        "coalesce(source_summary_ids, '[]'), coalesce(file_refs, '[]') FROM summaries ORDER BY "
+        "depth, rowid",
         [&](const Statement& s) {
           SourceSummary x;
           x.id = s.Text(0);
@@ -143,22 +151,23 @@ Result<Source> ReadSource(const std::string& path, int64_t now_ms) {
         }));
   }
   if (HasTable(c, "learnings")) {
-    MISSY_RETURN_IF_ERROR(ReadRows(c,
-                                   "SELECT id, coalesce(task_type, ''), coalesce(outcome, ''), coalesce(lesson, ''), "
-                                   "coalesce(approach, '[]'), coalesce(timestamp, '') FROM learnings ORDER BY rowid",
-                                   [&](const Statement& s) {
-                                     SourceLearning x;
-                                     x.id = s.Text(0);
-                                     x.task_type = s.Text(1);
-                                     x.outcome = s.Text(2);
-                                     x.lesson = s.Text(3);
-                                     x.approach = storage_json::StringsFromJson(s.Text(4));
-                                     if (x.approach.empty() && !s.Text(4).empty() && s.Text(4) != "[]") {
-                                       x.approach.push_back(s.Text(4));  // plain text approach
-                                     }
-                                     x.time_ms = TimeOr(s.Text(5), now_ms);
-                                     src.learnings.push_back(std::move(x));
-                                   }));
+    MISSY_RETURN_IF_ERROR(
+        ReadRows(c,
+                 "SELECT id, coalesce(task_type, ''), coalesce(outcome, ''), coalesce(lesson, ''), "
+                 "coalesce(approach, '[]'), coalesce(timestamp, '') FROM learnings ORDER BY rowid",
+                 [&](const Statement& s) {
+                   SourceLearning x;
+                   x.id = s.Text(0);
+                   x.task_type = s.Text(1);
+                   x.outcome = s.Text(2);
+                   x.lesson = s.Text(3);
+                   x.approach = storage_json::StringsFromJson(s.Text(4));
+                   if (x.approach.empty() && !s.Text(4).empty() && s.Text(4) != "[]") {
+                     x.approach.push_back(s.Text(4));  // plain text approach
+                   }
+                   x.time_ms = TimeOr(s.Text(5), now_ms);
+                   src.learnings.push_back(std::move(x));
+                 }));
   }
   return src;
 }
@@ -279,7 +288,8 @@ class Importer {
     if (!last.ok()) return last.status();
     const int64_t seq = *last + 1;
     auto q = c_.Prepare(
-        "INSERT INTO messages (session_id, seq, role, content, tool_calls, created_at_ms, tokens, flags, text) "
+        "INSERT INTO messages (session_id, seq, role, content, tool_calls, created_at_ms, tokens, "
+        "flags, text) "
         "VALUES (?1, ?2, ?3, ?4, '[]', ?5, ?6, 0, ?7)");
     if (!q.ok()) return q.status();
     q->Bind(1, session->second)
@@ -314,7 +324,11 @@ class Importer {
         "last_seq = ?4, updated_at_ms = max(updated_at_ms, ?5) WHERE id = ?1");
     if (!q.ok()) return q.status();
     for (const auto& [session, t] : totals_) {
-      q->Bind(1, session).Bind(2, t.count).Bind(3, t.tokens).Bind(4, last_seq_[session]).Bind(5, t.last_time);
+      q->Bind(1, session)
+          .Bind(2, t.count)
+          .Bind(3, t.tokens)
+          .Bind(4, last_seq_[session])
+          .Bind(5, t.last_time);
       MISSY_RETURN_IF_ERROR(q->Run("update imported session"));
       q->Reset();
     }
@@ -343,7 +357,8 @@ class Importer {
     };
     for (const std::string& turn : s.turn_ids) {
       auto it = turn_seq_.find(turn);
-      if (it != turn_seq_.end() && it->second.first == session->second) widen(it->second.second, it->second.second);
+      if (it != turn_seq_.end() && it->second.first == session->second)
+        widen(it->second.second, it->second.second);
     }
     std::vector<std::string> children;
     for (const std::string& child : s.summary_ids) {
@@ -355,10 +370,12 @@ class Importer {
     }
     auto id = FreeId("SELECT 1 FROM summaries WHERE id = ?1", s.id.empty() ? "sum_missy" : s.id);
     if (!id.ok()) return id.status();
-    json::object artifacts{{"files", json::value_from(s.files)}, {"commands", json::array()},
+    json::object artifacts{{"files", json::value_from(s.files)},
+                           {"commands", json::array()},
                            {"errors", json::array()}};
     auto q = c_.Prepare(
-        "INSERT INTO summaries (id, session_id, depth, content, tokens, first_seq, last_seq, child_ids, "
+        "INSERT INTO summaries (id, session_id, depth, content, tokens, first_seq, last_seq, "
+        "child_ids, "
         "start_ms, end_ms, descendant_count, artifacts, created_at_ms) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
     if (!q.ok()) return q.status();
@@ -377,7 +394,8 @@ class Importer {
         .Bind(13, s.created_ms);
     MISSY_RETURN_IF_ERROR(q->Run("import summary"));
     if (s.summary_ids.empty() && first > 0) {
-      auto cover = c_.Prepare("UPDATE messages SET summary_id = ?2 WHERE session_id = ?1 AND seq BETWEEN ?3 AND ?4");
+      auto cover = c_.Prepare(
+          "UPDATE messages SET summary_id = ?2 WHERE session_id = ?1 AND seq BETWEEN ?3 AND ?4");
       if (!cover.ok()) return cover.status();
       cover->Bind(1, session->second).Bind(2, *id).Bind(3, first).Bind(4, last);
       MISSY_RETURN_IF_ERROR(cover->Run("mark imported messages summarized"));
@@ -395,7 +413,8 @@ class Importer {
     if (!q.ok()) return q.status();
     for (const auto& [child, source_parent] : pending_parents_) {
       auto parent = summary_ids_.find(source_parent);
-      if (parent == summary_ids_.end()) continue;  // parent missing in the source: stays uncondensed
+      if (parent == summary_ids_.end())
+        continue;  // parent missing in the source: stays uncondensed
       q->Bind(1, child).Bind(2, parent->second);
       MISSY_RETURN_IF_ERROR(q->Run("link imported summaries"));
       q->Reset();
@@ -435,13 +454,14 @@ class Importer {
   Connection& c_;
   const Source& src_;
   const MessageTokenCounter& counter_;
-  std::map<std::string, std::string> session_ids_;  // Missy session id -> ours
+  std::map<std::string, std::string> session_ids_;                   // Missy session id -> ours
   std::map<std::string, std::pair<std::string, int64_t>> turn_seq_;  // turn id -> (session, seq)
   std::map<std::string, int64_t> last_seq_;
   std::map<std::string, Totals> totals_;
   std::map<std::string, std::string> summary_ids_;  // Missy summary id -> ours
   std::map<std::string, std::pair<int64_t, int64_t>> summary_ranges_;
-  std::vector<std::pair<std::string, std::string>> pending_parents_;  // (our child id, Missy parent id)
+  std::vector<std::pair<std::string, std::string>>
+      pending_parents_;  // (our child id, Missy parent id)
 };
 
 }  // namespace
@@ -456,12 +476,14 @@ std::optional<int64_t> ParseIsoTimestampMs(std::string_view text) {
     return r.ec == std::errc() && r.ptr == text.data() + pos + len;
   };
   int y, mo, d, h = 0, mi = 0, s = 0;
-  if (text.size() >= 10 && text[4] == '-' && text[7] == '-' && num(0, 4, y) && num(5, 2, mo) && num(8, 2, d)) {
+  if (text.size() >= 10 && text[4] == '-' && text[7] == '-' && num(0, 4, y) && num(5, 2, mo) &&
+      num(8, 2, d)) {
     if (mo < 1 || mo > 12 || d < 1 || d > 31) return std::nullopt;
     size_t pos = 10;
     int64_t ms = 0, offset_min = 0;
     if (pos < text.size() && (text[pos] == 'T' || text[pos] == ' ')) {
-      if (!num(pos + 1, 2, h) || text.size() < pos + 6 || text[pos + 3] != ':' || !num(pos + 4, 2, mi)) {
+      if (!num(pos + 1, 2, h) || text.size() < pos + 6 || text[pos + 3] != ':' ||
+          !num(pos + 4, 2, mi)) {
         return std::nullopt;
       }
       pos += 6;

@@ -80,7 +80,7 @@ struct LearningRecord {
 struct SearchOptions {
   std::string query;
   int max_results = 10;
-  std::string session_id;  // only rows of this session (global memory items always match)
+  std::string session_id;          // only rows of this session (global memory items always match)
   std::string exclude_session_id;  // skip rows of this session (global memory items still match)
   bool memory = true;              // which sources to search
   bool summaries = true;
@@ -126,8 +126,8 @@ struct Calibration {
 
 struct AuditVerifyReport {
   bool ok = true;
-  int64_t checked = 0;     // events walked
-  int64_t first_seq = 0;   // first and last seq present (0 when empty)
+  int64_t checked = 0;    // events walked
+  int64_t first_seq = 0;  // first and last seq present (0 when empty)
   int64_t last_seq = 0;
   int64_t broken_seq = 0;  // first seq where the chain breaks (0 when ok)
   std::string reason;      // why it is broken

@@ -216,8 +216,8 @@ CREATE TABLE outbox_cursors (
 }  // namespace
 
 const std::vector<std::string_view>& Migrations() {
-  static const std::vector<std::string_view> kMigrations = {
-      kMigration1, kMigration2, kMigration3, kMigration4, kMigration5};
+  static const std::vector<std::string_view> kMigrations = {kMigration1, kMigration2, kMigration3,
+                                                            kMigration4, kMigration5};
   return kMigrations;
 }
 
@@ -225,8 +225,9 @@ Result<int> CheckVersion(sqlite::Connection& conn) {
   auto v = conn.QueryInt("PRAGMA user_version");
   if (!v.ok()) return v.status();
   if (*v > LatestVersion() || *v < 0) {
-    return Status::Corruption("database " + conn.path() + " has schema version " + std::to_string(*v) +
-                              ", this missyd knows up to " + std::to_string(LatestVersion()) +
+    return Status::Corruption("database " + conn.path() + " has schema version " +
+                              std::to_string(*v) + ", this missyd knows up to " +
+                              std::to_string(LatestVersion()) +
                               "; refusing to open it (upgrade missyd)");
   }
   return static_cast<int>(*v);
@@ -247,8 +248,8 @@ Status Migrate(sqlite::Connection& conn, int target) {
       return version.ok() ? Status::Ok() : version.status();
     }
     int next = *version + 1;
-    Status st = conn.Exec(Migrations()[next - 1],
-                          "migration to schema version " + std::to_string(next) + " of " + conn.path());
+    Status st = conn.Exec(Migrations()[next - 1], "migration to schema version " +
+                                                      std::to_string(next) + " of " + conn.path());
     if (st.ok()) st = conn.Exec("PRAGMA user_version = " + std::to_string(next));
     if (st.ok()) st = conn.Exec("COMMIT", "commit migration " + std::to_string(next));
     if (!st.ok()) {

@@ -24,8 +24,9 @@ constexpr int64_t kCommonWordDocs = 5000;
 // are kept instead.
 std::vector<std::string> RarestTerms(Connection& c, const std::vector<std::string>& terms) {
   std::vector<std::pair<int64_t, std::string>> ranked;
-  bool have_counts = c.Exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.messages_vocab USING "
-                            "fts5vocab(main, messages_fts, row)")
+  bool have_counts = c.Exec(
+                          "CREATE VIRTUAL TABLE IF NOT EXISTS temp.messages_vocab USING "
+                          "fts5vocab(main, messages_fts, row)")
                          .ok();
   auto q = c.Prepare("SELECT doc FROM temp.messages_vocab WHERE term = ?1");
   have_counts = have_counts && q.ok();
@@ -57,8 +58,8 @@ std::vector<std::string> RarestTerms(Connection& c, const std::vector<std::strin
 }
 
 // Runs the search on each selected source and appends the hits (score = -bm25).
-Status SearchSources(Connection& c, const SearchOptions& o, const std::string& match,
-                     bool pending, std::vector<MemoryHit>& hits) {
+Status SearchSources(Connection& c, const SearchOptions& o, const std::string& match, bool pending,
+                     std::vector<MemoryHit>& hits) {
   const int64_t snippet_tokens = std::clamp(o.snippet_tokens, 1, 64);
   struct Source {
     bool enabled;

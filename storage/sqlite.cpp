@@ -126,8 +126,7 @@ std::string_view Statement::TextView(int col) const {
 
 // --- Connection ---------------------------------------------------------------------
 
-Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, Mode mode,
-                                                     bool uri) {
+Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, Mode mode, bool uri) {
   int flags = SQLITE_OPEN_NOMUTEX;
   switch (mode) {
     case Mode::kReadOnly:

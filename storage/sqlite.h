@@ -125,9 +125,9 @@ std::string Sha256Hex(std::string_view data);
 
 // Inside a function returning Status or Result<T>: declares `Statement& var`, a cached
 // statement for `sql` on `conn`, or returns the error.
-#define MISSY_ASSIGN_STMT(var, conn, sql)         \
-  auto var##_or = (conn).Prepare(sql);            \
-  if (!var##_or.ok()) return var##_or.status();   \
+#define MISSY_ASSIGN_STMT(var, conn, sql)       \
+  auto var##_or = (conn).Prepare(sql);          \
+  if (!var##_or.ok()) return var##_or.status(); \
   ::missy::sqlite::Statement& var = *var##_or
 
 // Inside a function returning Status or Result<T>: declares `bool var` = (the statement

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <utility>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -23,8 +23,7 @@ void BindPage(sqlite::Statement& q, const ListOptions& options);
 
 // Steps `q` to the end, appending row(q) for each row.
 template <typename T, typename RowFn>
-Status CollectRows(sqlite::Statement& q, RowFn row, std::string_view what,
-                   std::vector<T>& out) {
+Status CollectRows(sqlite::Statement& q, RowFn row, std::string_view what, std::vector<T>& out) {
   for (;;) {
     MISSY_ASSIGN_NEXT(has_row, q, what);
     if (!has_row) return Status::Ok();

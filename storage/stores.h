@@ -15,7 +15,12 @@ namespace missy {
 
 struct Stores {
   explicit Stores(Database& db)
-      : sessions(db), messages(db), summaries(db), memory(db), jobs(db), calibration(db),
+      : sessions(db),
+        messages(db),
+        summaries(db),
+        memory(db),
+        jobs(db),
+        calibration(db),
         audit(db) {}
 
   SessionStore sessions;

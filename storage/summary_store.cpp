@@ -129,8 +129,7 @@ Result<SummaryRecord> SummaryStore::Insert(Txn& txn, const SummaryRecord& summar
 
 Result<SummaryRecord> SummaryStore::Insert(const SummaryRecord& summary) {
   MISSY_RETURN_IF_ERROR(Validate(summary));
-  return store_util::WriteValue<SummaryRecord>(db_,
-                                               [&](Txn& txn) { return Insert(txn, summary); });
+  return store_util::WriteValue<SummaryRecord>(db_, [&](Txn& txn) { return Insert(txn, summary); });
 }
 
 Result<SummaryRecord> SummaryStore::Get(std::string_view id) {
@@ -146,8 +145,7 @@ Result<std::vector<SummaryRecord>> SummaryStore::List(std::string_view session_i
     exists.Bind(1, session_id);
     MISSY_ASSIGN_NEXT(found, exists, "read session");
     if (!found) {
-      return Status::NotFound("session '" + std::string(session_id) + "' not found",
-                              "session_id");
+      return Status::NotFound("session '" + std::string(session_id) + "' not found", "session_id");
     }
     MISSY_ASSIGN_STMT(q, c,
                       std::string("SELECT ") + kColumns + " FROM summaries WHERE session_id = ?1 " +

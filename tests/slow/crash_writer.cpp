@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
       for (int i = 0;; ++i) {
         std::vector<missy::NewMessage> batch;
         for (int k = 0; k <= i % 3; ++k) {
-          std::string text = "r" + run + "-" + session + "-" + std::to_string(i) + "-" + std::to_string(k);
+          std::string text =
+              "r" + run + "-" + session + "-" + std::to_string(i) + "-" + std::to_string(k);
           batch.push_back(missy::NewMessage{missy::Message::User(text), 3, 0});
         }
         auto r = stores.messages.Append(session, std::move(batch), i);

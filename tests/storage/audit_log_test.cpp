@@ -107,8 +107,10 @@ TEST_F(AuditChainTest, DetectsAnInsertedEvent) {
   RawExec(path_,
           "UPDATE audit_events SET seq = seq + 100 WHERE seq >= 4;"
           "UPDATE audit_events SET seq = seq - 99 WHERE seq >= 104;"
-          "INSERT INTO audit_events (seq, timestamp_ms, session_id, task_id, event_type, category, result, "
-          "detail_json, prev_chain_hash) VALUES (4, 1, 's', '', 'forged', 'context', 'allow', '{\"ts\":3000}', '" +
+          "INSERT INTO audit_events (seq, timestamp_ms, session_id, task_id, event_type, category, "
+          "result, "
+          "detail_json, prev_chain_hash) VALUES (4, 1, 's', '', 'forged', 'context', 'allow', "
+          "'{\"ts\":3000}', '" +
               forged.prev_chain_hash + "')");
   auto report = Verify();
   EXPECT_FALSE(report.ok);
@@ -120,7 +122,8 @@ TEST_F(AuditChainTest, DetectsAnAppendedForgery) {
   auto events = db_->audit.Since(0, 100);
   const std::string prev = sqlite::Sha256Hex(AuditEventToJsonLine(events->back()));
   RawExec(path_,
-          "INSERT INTO audit_events (seq, timestamp_ms, event_type, prev_chain_hash) VALUES (11, 1, 'forged', '" +
+          "INSERT INTO audit_events (seq, timestamp_ms, event_type, prev_chain_hash) VALUES (11, "
+          "1, 'forged', '" +
               prev + "')");
   auto report = Verify();
   EXPECT_FALSE(report.ok);
@@ -180,7 +183,6 @@ TEST_F(AuditChainTest, ConcurrentAppendsFormOneChain) {
   EXPECT_EQ(report.checked, 210);
   EXPECT_EQ(report.last_seq, 210);
 }
-
 
 TEST(AuditLogTest, AuditEventsAreChainedAndFiltered) {
   TempDir dir;

@@ -10,8 +10,6 @@
 namespace missy {
 namespace {
 
-
-
 class CalibrationStoreTest : public testing::TwelveMessagesTest {};
 
 TEST_F(CalibrationStoreTest, CalibrationPerModel) {

@@ -34,7 +34,8 @@ struct AckedWrites {
 };
 
 // Runs the writer for about `run_ms`, SIGKILLs it, returns what it acknowledged.
-inline AckedWrites RunAndKill(const std::string& writer, const std::string& db_path, int run_id, int run_ms) {
+inline AckedWrites RunAndKill(const std::string& writer, const std::string& db_path, int run_id,
+                              int run_ms) {
   AckedWrites acked;
   int fds[2];
   if (pipe(fds) != 0) {
@@ -63,7 +64,8 @@ inline AckedWrites RunAndKill(const std::string& writer, const std::string& db_p
   };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(run_ms);
   while (std::chrono::steady_clock::now() < deadline) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     read_some(static_cast<int>(std::max<int64_t>(1, left.count())));
   }
   kill(pid, SIGKILL);
@@ -122,8 +124,8 @@ inline std::string FtsIntegrityCheck(const std::string& path) {
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK) {
     sqlite3_busy_timeout(db, 5000);
     char* err = nullptr;
-    int rc = sqlite3_exec(db, "INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')", nullptr, nullptr,
-                          &err);
+    int rc = sqlite3_exec(db, "INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check')",
+                          nullptr, nullptr, &err);
     out = rc == SQLITE_OK ? "ok" : (err != nullptr ? err : sqlite3_errstr(rc));
     sqlite3_free(err);
   }
@@ -161,8 +163,8 @@ inline size_t RunCrashTest(int kills, unsigned seed) {
       for (const auto& [seq, text] : acked_msgs) {
         auto it = by_seq.find(seq);
         if (it == by_seq.end() || it->second != text) {
-          ADD_FAILURE() << "acknowledged message " << session << ":" << seq << " (" << text << ") is "
-                        << (it == by_seq.end() ? "missing" : "different: " + it->second);
+          ADD_FAILURE() << "acknowledged message " << session << ":" << seq << " (" << text
+                        << ") is " << (it == by_seq.end() ? "missing" : "different: " + it->second);
         }
       }
       // Gap-free: the session's counters agree with its rows.
@@ -188,8 +190,10 @@ inline size_t RunCrashTest(int kills, unsigned seed) {
         continue;
       }
       const std::string want = session + ":" + std::to_string(last_seq);
-      EXPECT_TRUE(std::any_of(hits->begin(), hits->end(), [&](const MemoryHit& h) { return h.id == want; }))
-          << "the last acknowledged message " << want << " (" << last_text << ") is not found by a search";
+      EXPECT_TRUE(
+          std::any_of(hits->begin(), hits->end(), [&](const MemoryHit& h) { return h.id == want; }))
+          << "the last acknowledged message " << want << " (" << last_text
+          << ") is not found by a search";
     }
     EXPECT_EQ(FtsIntegrityCheck(path), "ok");
     if (!acked.audit.empty()) {
@@ -200,14 +204,16 @@ inline size_t RunCrashTest(int kills, unsigned seed) {
       }
       std::set<int64_t> stored;
       for (const auto& e : *events) stored.insert(e.seq);
-      for (int64_t seq : acked.audit) EXPECT_TRUE(stored.count(seq)) << "acknowledged audit event " << seq << " is missing";
+      for (int64_t seq : acked.audit)
+        EXPECT_TRUE(stored.count(seq)) << "acknowledged audit event " << seq << " is missing";
     }
     auto verify = stores.audit.Verify();
     if (!verify.ok()) {
       ADD_FAILURE() << verify.status().ToString();
       return total;
     }
-    EXPECT_TRUE(verify->ok) << "audit chain broken at " << verify->broken_seq << ": " << verify->reason;
+    EXPECT_TRUE(verify->ok) << "audit chain broken at " << verify->broken_seq << ": "
+                            << verify->reason;
     if (::testing::Test::HasFailure()) return total;
   }
   return total;

@@ -52,7 +52,9 @@ TEST(DatabaseTest, FreshDatabaseIsAtLatestVersionInWalMode) {
 TEST(DatabaseTest, RefusesNewerSchemaAndLeavesTheFileAlone) {
   TempDir dir;
   const std::string path = dir.Join("future.db");
-  RawExec(path, "CREATE TABLE future_stuff (x); INSERT INTO future_stuff VALUES (42); PRAGMA user_version = 9;");
+  RawExec(path,
+          "CREATE TABLE future_stuff (x); INSERT INTO future_stuff VALUES (42); PRAGMA "
+          "user_version = 9;");
   const std::string before = ReadFileOrDie(path);
   auto db = Database::Open(path);
   ASSERT_FALSE(db.ok());
@@ -60,7 +62,9 @@ TEST(DatabaseTest, RefusesNewerSchemaAndLeavesTheFileAlone) {
   const std::string& msg = db.status().message();
   EXPECT_NE(msg.find(path), std::string::npos) << msg;
   EXPECT_NE(msg.find("schema version 9"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("knows up to " + std::to_string(Database::LatestSchemaVersion())), std::string::npos) << msg;
+  EXPECT_NE(msg.find("knows up to " + std::to_string(Database::LatestSchemaVersion())),
+            std::string::npos)
+      << msg;
   EXPECT_NE(msg.find("upgrade missyd"), std::string::npos) << msg;
   EXPECT_EQ(ReadFileOrDie(path), before);
   EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
@@ -130,8 +134,10 @@ TEST(DatabaseTest, AFailingWriteDoesNotAffectConcurrentOnes) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 25; ++i) {
         auto r = db->messages.Append(t % 2 ? "ok" : "missing", {New(Message::User("x"))}, 1);
-        if (r.ok()) ++good;
-        else if (r.status().code() == StatusCode::kNotFound) ++not_found;
+        if (r.ok())
+          ++good;
+        else if (r.status().code() == StatusCode::kNotFound)
+          ++not_found;
       }
     });
   }
@@ -406,7 +412,8 @@ TEST(DatabaseTest, ConcurrentWriteAsyncCallsBatchIntoFewerTransactions) {
   for (int i = 0; i < kWrites; ++i) {
     db.db->WriteAsync(
         [&, i](Txn& txn) -> Status {
-          return db->messages.Append(txn, "s", {New(Message::User("async " + std::to_string(i)))}, i)
+          return db->messages
+              .Append(txn, "s", {New(Message::User("async " + std::to_string(i)))}, i)
               .status();
         },
         [&](Status st) {
@@ -465,21 +472,23 @@ TEST(DatabaseTest, CountsCommitsAndSetsTheCacheSizeOfEveryConnection) {
   ASSERT_TRUE(db);
   ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
   int64_t reader_cache = 0;
-  ASSERT_TRUE(db.db->Read([&](sqlite::Connection& c) -> Status {
-                     auto v = c.QueryInt("PRAGMA cache_size");
-                     if (!v.ok()) return v.status();
-                     reader_cache = *v;
-                     return Status::Ok();
-                   })
+  ASSERT_TRUE(db.db
+                  ->Read([&](sqlite::Connection& c) -> Status {
+                    auto v = c.QueryInt("PRAGMA cache_size");
+                    if (!v.ok()) return v.status();
+                    reader_cache = *v;
+                    return Status::Ok();
+                  })
                   .ok());
   EXPECT_EQ(reader_cache, -512);
   int64_t writer_cache = 0;
-  ASSERT_TRUE(db.db->Write([&](Txn& txn) -> Status {
-                     auto v = txn.conn().QueryInt("PRAGMA cache_size");
-                     if (!v.ok()) return v.status();
-                     writer_cache = *v;
-                     return Status::Ok();
-                   })
+  ASSERT_TRUE(db.db
+                  ->Write([&](Txn& txn) -> Status {
+                    auto v = txn.conn().QueryInt("PRAGMA cache_size");
+                    if (!v.ok()) return v.status();
+                    writer_cache = *v;
+                    return Status::Ok();
+                  })
                   .ok());
   EXPECT_EQ(writer_cache, -512);
   const WriterStats stats = db.db->GetWriterStats();

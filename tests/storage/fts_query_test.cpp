@@ -12,8 +12,6 @@
 namespace missy {
 namespace {
 
-
-
 TEST(FtsQueryTest, QuotesEveryWordAndDropsSyntax) {
   struct Case {
     std::string raw;

@@ -1,7 +1,8 @@
 // The job queue (storage/job_store.cpp): dedup, leases, completion, backoff, expiry.
+#include "storage/job_store.h"
+
 #include <gtest/gtest.h>
 
-#include "storage/job_store.h"
 #include "storage_test_util.h"
 #include "test_util.h"
 
@@ -48,7 +49,8 @@ TEST_F(JobStoreTest, EnqueueIsDeduplicatedPerSessionAndKindWhileActive) {
 
   Job running = Claim(200);
   EXPECT_EQ(running.id, a->job.id);
-  EXPECT_FALSE(db_->jobs.Enqueue("summarize", "s1", "{}", 201)->created);  // running counts as active
+  EXPECT_FALSE(
+      db_->jobs.Enqueue("summarize", "s1", "{}", 201)->created);  // running counts as active
   ASSERT_TRUE(db_->jobs.Complete(running.id, 300).ok());
   auto fresh = db_->jobs.Enqueue("summarize", "s1", "{}", 301);  // done: a new one may be queued
   EXPECT_TRUE(fresh->created);
@@ -130,7 +132,7 @@ TEST_F(JobStoreTest, BackoffIsCapped) {
 
 TEST_F(JobStoreTest, ExpiredLeasesAreRequeuedAndSurviveRestart) {
   auto q = db_->jobs.Enqueue("summarize", "a", "{}", 0);
-  Job j = Claim(100, 1000);  // lease until 1100; the worker then "crashes"
+  Job j = Claim(100, 1000);       // lease until 1100; the worker then "crashes"
   EXPECT_TRUE(NothingDue(1000));  // still leased
   db_.reset();
   db_ = OpenDbOrDie(path_);  // restart

@@ -13,8 +13,6 @@
 namespace missy {
 namespace {
 
-
-
 class MemoryStoreTest : public testing::TwelveMessagesTest {};
 
 TEST_F(MemoryStoreTest, MemoryItemsCrud) {
@@ -75,7 +73,8 @@ TEST_F(MemoryStoreTest, LearningsNewestFirstAndFiltered) {
     l.created_at_ms = 100 + i;
     ASSERT_TRUE(db_->memory.AddLearning(l).ok());
   }
-  EXPECT_EQ(db_->memory.AddLearning(LearningRecord{}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(db_->memory.AddLearning(LearningRecord{}).status().code(),
+            StatusCode::kInvalidArgument);
   auto all = db_->memory.ListLearnings({});
   ASSERT_EQ(all->size(), 3u);
   EXPECT_EQ((*all)[0].lesson, "lesson 2");

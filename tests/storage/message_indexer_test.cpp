@@ -39,7 +39,8 @@ TEST(DeferredIndexTest, SearchUnderConcurrentAppendsSeesEverythingAcknowledgedBe
   ASSERT_TRUE(db);
   constexpr int kWriters = 4;
   constexpr int kPerWriter = 150;
-  for (int w = 0; w < kWriters; ++w) ASSERT_TRUE(db->sessions.Create(SimpleSession("w" + std::to_string(w))).ok());
+  for (int w = 0; w < kWriters; ++w)
+    ASSERT_TRUE(db->sessions.Create(SimpleSession("w" + std::to_string(w))).ok());
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
   for (int w = 0; w < kWriters; ++w) {
@@ -47,7 +48,8 @@ TEST(DeferredIndexTest, SearchUnderConcurrentAppendsSeesEverythingAcknowledgedBe
       const std::string session = "w" + std::to_string(w);
       for (int i = 0; i < kPerWriter; ++i) {
         const std::string word = "tok" + std::to_string(w) + "q" + std::to_string(i);
-        auto r = db->messages.Append(session, {NewMessage{Message::User("common " + word), 2, 0}}, i);
+        auto r =
+            db->messages.Append(session, {NewMessage{Message::User("common " + word), 2, 0}}, i);
         if (!r.ok()) {
           ++failures;
           continue;
@@ -57,7 +59,8 @@ TEST(DeferredIndexTest, SearchUnderConcurrentAppendsSeesEverythingAcknowledgedBe
         SearchOptions o;
         o.query = word;
         auto hits = Search(*db.db, o);
-        if (!hits.ok() || MessageIds(*hits) != std::vector<std::string>{session + ":" + std::to_string((*r)[0].seq)}) {
+        if (!hits.ok() || MessageIds(*hits) != std::vector<std::string>{
+                                                   session + ":" + std::to_string((*r)[0].seq)}) {
           ++failures;
         }
       }
@@ -84,7 +87,8 @@ TEST(DeferredIndexTest, AnIdleWriterIndexesThePendingMessagesInBatches) {
   ASSERT_TRUE(db);
   ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
   std::vector<NewMessage> batch;
-  for (int i = 0; i < 1000; ++i) batch.push_back(NewMessage{Message::User("row " + std::to_string(i) + " koala"), 2, 0});
+  for (int i = 0; i < 1000; ++i)
+    batch.push_back(NewMessage{Message::User("row " + std::to_string(i) + " koala"), 2, 0});
   ASSERT_TRUE(db->messages.Append("s", std::move(batch), 1).ok());
   // No search: the writer indexes on its own once idle.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -93,7 +97,8 @@ TEST(DeferredIndexTest, AnIdleWriterIndexesThePendingMessagesInBatches) {
   }
   ASSERT_EQ(Watermark(path), MaxMessageId(path));
   EXPECT_GE(db.db->GetWriterStats().index_transactions, 10);  // 1000 rows, 100 per transaction
-  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'koala'"), "1000");
+  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'koala'"),
+            "1000");
   ExpectIndexConsistent(path);
 }
 
@@ -106,7 +111,8 @@ TEST(DeferredIndexTest, UpdatesAndDeletesOfPendingAndIndexedRowsStayInSync) {
   auto db = OpenDbOrDie(path);
   ASSERT_TRUE(db);
   ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
-  ASSERT_TRUE(db->messages.Append("s", {NewMessage{Message::User("indexed walrus"), 2, 0}}, 1).ok());
+  ASSERT_TRUE(
+      db->messages.Append("s", {NewMessage{Message::User("indexed walrus"), 2, 0}}, 1).ok());
   SearchOptions o;
   o.query = "walrus";
   ASSERT_EQ(Search(*db.db, o)->size(), 1u);  // caught up: row 1 is indexed
@@ -137,12 +143,15 @@ TEST(DeferredIndexTest, UpdatesAndDeletesOfPendingAndIndexedRowsStayInSync) {
   EXPECT_EQ(Watermark(path), "4");
   ExpectIndexConsistent(path);
   // Delete the newest rows: the next insert gets an id below the watermark.
-  RawExec(path, "DELETE FROM messages WHERE id = 4; UPDATE sessions SET last_seq = 4, message_count = 2;");
+  RawExec(
+      path,
+      "DELETE FROM messages WHERE id = 4; UPDATE sessions SET last_seq = 4, message_count = 2;");
   o.query = "ibis";
   EXPECT_TRUE(Search(*db.db, o)->empty());
   auto r = db->messages.Append("s", {NewMessage{Message::User("reused puffin"), 2, 0}}, 3);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(RawQuery(path, "SELECT id FROM messages WHERE seq = 5"), "3");  // max(id) + 1, below the watermark
+  EXPECT_EQ(RawQuery(path, "SELECT id FROM messages WHERE seq = 5"),
+            "3");  // max(id) + 1, below the watermark
   o.query = "puffin";
   EXPECT_EQ(MessageIds(*Search(*db.db, o)), (std::vector<std::string>{"s:5"}));
   ExpectIndexConsistent(path);
@@ -156,21 +165,28 @@ TEST(DeferredIndexTest, MigrationFromVersion3KeepsTheIndexAndIndexesNewRows) {
     ASSERT_TRUE(conn.ok());
     ASSERT_TRUE(schema::Migrate(**conn, 3).ok());
     // Version 3 indexes by trigger.
-    ASSERT_TRUE((*conn)
-                    ->Exec("INSERT INTO sessions (id, created_at_ms, updated_at_ms, message_count, last_seq) "
-                           "VALUES ('old', 1, 1, 3, 3);"
-                           "INSERT INTO messages (session_id, seq, role, content, created_at_ms, text) VALUES "
-                           "('old', 1, 'user', '\"old gazelle\"', 1, 'old gazelle'),"
-                           "('old', 2, 'user', '\"old impala\"', 1, 'old impala'),"
-                           "('old', 3, 'user', '\"old eland\"', 1, 'old eland');")
-                    .ok());
+    ASSERT_TRUE(
+        (*conn)
+            ->Exec(
+                "INSERT INTO sessions (id, created_at_ms, updated_at_ms, message_count, last_seq) "
+                "VALUES ('old', 1, 1, 3, 3);"
+                "INSERT INTO messages (session_id, seq, role, content, created_at_ms, text) VALUES "
+                "('old', 1, 'user', '\"old gazelle\"', 1, 'old gazelle'),"
+                "('old', 2, 'user', '\"old impala\"', 1, 'old impala'),"
+                "('old', 3, 'user', '\"old eland\"', 1, 'old eland');")
+            .ok());
   }
-  ASSERT_EQ(RawQuery(path, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'old'"), "3");
+  ASSERT_EQ(RawQuery(path, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'old'"),
+            "3");
   auto db = OpenDbOrDie(path);
   ASSERT_TRUE(db);
   EXPECT_EQ(db.db->SchemaVersion(), 5);
   EXPECT_EQ(Watermark(path), "3");  // everything the trigger indexed
-  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'messages_ai'"), "0");
+  EXPECT_EQ(
+      RawQuery(
+          path,
+          "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'messages_ai'"),
+      "0");
   SearchOptions o;
   o.query = "impala";
   EXPECT_EQ(MessageIds(*Search(*db.db, o)), (std::vector<std::string>{"old:2"}));
@@ -193,7 +209,8 @@ TEST(DeferredIndexTest, ReadOnlySearchStillFindsPendingMessages) {
     auto db = OpenDbOrDie(path);
     ASSERT_TRUE(db);
     ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
-    ASSERT_TRUE(db->messages.Append("s", {NewMessage{Message::User("indexed bison"), 2, 0}}, 1).ok());
+    ASSERT_TRUE(
+        db->messages.Append("s", {NewMessage{Message::User("indexed bison"), 2, 0}}, 1).ok());
   }
   RawExec(path,
           "INSERT INTO messages (session_id, seq, role, content, created_at_ms, text) VALUES "
@@ -245,12 +262,14 @@ TEST(DeferredIndexTest, AFullDiskDoesNotHideMessagesFromSearch) {
   const std::string path = dir.Join("m.db");
   { ASSERT_TRUE(OpenDbOrDie(path)->sessions.Create(SimpleSession("s")).ok()); }
   DatabaseOptions small;
-  small.max_page_count = std::stoll(RawQuery(path, "PRAGMA page_count")) + 12;  // a few more rows fit
+  small.max_page_count =
+      std::stoll(RawQuery(path, "PRAGMA page_count")) + 12;  // a few more rows fit
   small.index_idle_ms = 1000000;  // leave the rows pending for the searches below
   auto db = OpenDbOrDie(path, small);
   ASSERT_TRUE(db);
   std::vector<NewMessage> rows;
-  for (int i = 0; i < 30; ++i) rows.push_back(NewMessage{Message::User("quokka " + std::string(1500, 'a' + i % 26)), 2, 0});
+  for (int i = 0; i < 30; ++i)
+    rows.push_back(NewMessage{Message::User("quokka " + std::string(1500, 'a' + i % 26)), 2, 0});
   int appended = 0;
   for (const NewMessage& m : rows) {  // fill the file until it refuses
     if (!db->messages.Append("s", {m}, 1).ok()) break;

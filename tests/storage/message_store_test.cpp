@@ -25,15 +25,16 @@ std::vector<NewMessage> FourShapes() {
   Message parts;
   parts.role = Role::kUser;
   parts.content_form = ContentForm::kParts;
-  parts.parts = {ContentPart{ContentPart::Kind::kText, "what is in this picture?", "", ""},
-                 ContentPart{ContentPart::Kind::kImage, "", "data:image/png;base64,iVBORw0KGgo=", "low"}};
+  parts.parts = {
+      ContentPart{ContentPart::Kind::kText, "what is in this picture?", "", ""},
+      ContentPart{ContentPart::Kind::kImage, "", "data:image/png;base64,iVBORw0KGgo=", "low"}};
   Message calls = Message::AssistantCalls(
       {ToolCall{"call_1", "function", "read_file", R"({"path":"/etc/hosts"})"},
        ToolCall{"call_2", "function", "ls", R"({"dir":"/tmp"})"}});
   return {New(Message::User("héllo \"world\"\n"), 5), New(parts, 90),
-          New(calls, 30, kFlagUnansweredCall), New(Message::ToolResult("call_1", "127.0.0.1 localhost", "read_file"), 12)};
+          New(calls, 30, kFlagUnansweredCall),
+          New(Message::ToolResult("call_1", "127.0.0.1 localhost", "read_file"), 12)};
 }
-
 
 TEST(MessageStoreTest, RoundTripsEveryMessageShape) {
   TempDir dir;
@@ -117,7 +118,8 @@ TEST(MessageStoreTest, ReopenKeepsSessionsMessagesAndSeq) {
   ASSERT_EQ(loaded->size(), 5u);
   EXPECT_EQ(loaded->back().message.text, "second batch");
   EXPECT_EQ(loaded->back().seq, 5);
-  auto more = db->messages.Append("s1", {New(Message::Assistant("a")), New(Message::User("b"))}, 12);
+  auto more =
+      db->messages.Append("s1", {New(Message::Assistant("a")), New(Message::User("b"))}, 12);
   ASSERT_TRUE(more.ok());
   EXPECT_EQ((*more)[0].seq, 6);
   EXPECT_EQ((*more)[1].seq, 7);
@@ -228,7 +230,8 @@ TEST(MessageStoreTest, AppendTakesTheBatchAndComposesWithOtherWrites) {
   EXPECT_EQ((*stored)[0].message.text, big);
   EXPECT_EQ((*stored)[0].message.tool_call_id, "call_9");
   // Encoded off the writer, appended with the anchor in one write.
-  EncodedBatch encoded(std::vector<NewMessage>{New(Message::User("one")), New(Message::User("two"))});
+  EncodedBatch encoded(
+      std::vector<NewMessage>{New(Message::User("one")), New(Message::User("two"))});
   EXPECT_EQ(encoded.size(), 2u);
   std::vector<StoredMessage> rows;
   Status st = db.db->Write([&](Txn& txn) -> Status {

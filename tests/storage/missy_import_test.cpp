@@ -90,7 +90,8 @@ TEST_F(MissyImportTest, ImportsEverythingOnceAndLeavesTheSourceAlone) {
   EXPECT_EQ(s1->last_seq, 5);
   EXPECT_GT(s1->total_tokens, 5 * 4);
   EXPECT_EQ(s1->created_at_ms, 1740823200000);  // 2025-03-01T10:00:00Z
-  EXPECT_NE(s1->metadata_json.find(R"("imported_from":"missy")"), std::string::npos) << s1->metadata_json;
+  EXPECT_NE(s1->metadata_json.find(R"("imported_from":"missy")"), std::string::npos)
+      << s1->metadata_json;
   EXPECT_NE(s1->metadata_json.find(R"("channel":"cli")"), std::string::npos);
 
   auto msgs = db_->messages.Load("s1");
@@ -111,7 +112,8 @@ TEST_F(MissyImportTest, ImportsEverythingOnceAndLeavesTheSourceAlone) {
   EXPECT_EQ(root.first_seq, 1);
   EXPECT_EQ(root.last_seq, 4);
   EXPECT_EQ(root.descendant_count, 4);
-  EXPECT_EQ(root.child_ids, (std::vector<std::string>{"sum_aaaaaaaaaaaaaaaa", "sum_bbbbbbbbbbbbbbbb"}));
+  EXPECT_EQ(root.child_ids,
+            (std::vector<std::string>{"sum_aaaaaaaaaaaaaaaa", "sum_bbbbbbbbbbbbbbbb"}));
   EXPECT_NE(root.artifacts_json.find("src/foo.py"), std::string::npos);
   auto children = db_->summaries.Children(root.id);
   ASSERT_EQ(children->size(), 2u);
@@ -119,10 +121,13 @@ TEST_F(MissyImportTest, ImportsEverythingOnceAndLeavesTheSourceAlone) {
   EXPECT_EQ((*children)[0].last_seq, 2);
   EXPECT_EQ((*children)[1].first_seq, 3);
   EXPECT_EQ((*children)[1].parent_id, root.id);
-  EXPECT_EQ(RawQuery(dir_.Join("missyd.db"),
-                     "SELECT group_concat(seq || '=' || summary_id) FROM messages WHERE session_id = 's1' "
-                     "AND summary_id IS NOT NULL"),
-            "1=sum_aaaaaaaaaaaaaaaa,2=sum_aaaaaaaaaaaaaaaa,3=sum_bbbbbbbbbbbbbbbb,4=sum_bbbbbbbbbbbbbbbb");
+  EXPECT_EQ(
+      RawQuery(
+          dir_.Join("missyd.db"),
+          "SELECT group_concat(seq || '=' || summary_id) FROM messages WHERE session_id = 's1' "
+          "AND summary_id IS NOT NULL"),
+      "1=sum_aaaaaaaaaaaaaaaa,2=sum_aaaaaaaaaaaaaaaa,3=sum_bbbbbbbbbbbbbbbb,4=sum_"
+      "bbbbbbbbbbbbbbbb");
 
   auto learnings = db_->memory.ListLearnings({});
   ASSERT_EQ(learnings->size(), 2u);
@@ -151,7 +156,8 @@ TEST_F(MissyImportTest, ImportsEverythingOnceAndLeavesTheSourceAlone) {
 TEST_F(MissyImportTest, NewTurnsInMissyAreAppendedOnReimport) {
   ASSERT_TRUE(ImportMissy(*db_.db, missy_path_, nullptr, 1).ok());
   RawExec(missy_path_,
-          "INSERT INTO turns VALUES ('t6', 's1', '2025-03-01T10:04:00+00:00', 'assistant', 'committed', "
+          "INSERT INTO turns VALUES ('t6', 's1', '2025-03-01T10:04:00+00:00', 'assistant', "
+          "'committed', "
           "'anthropic', '{}')");
   auto r = ImportMissy(*db_.db, missy_path_, nullptr, 2);
   ASSERT_TRUE(r.ok());

@@ -33,12 +33,14 @@ TEST(SchemaTest, MigratesFromEveryEarlierVersion) {
       ASSERT_TRUE(schema::Migrate(**conn, from).ok());
       ASSERT_EQ(*(*conn)->QueryInt("PRAGMA user_version"), from);
       if (from >= 1) {
-        ASSERT_TRUE((*conn)
-                        ->Exec("INSERT INTO sessions (id, created_at_ms, updated_at_ms, message_count, "
-                               "total_tokens, last_seq) VALUES ('old', 1, 2, 1, 3, 1);"
-                               "INSERT INTO messages (session_id, seq, role, content, created_at_ms, tokens, "
-                               "text) VALUES ('old', 1, 'user', '\"from the past\"', 2, 3, 'from the past');")
-                        .ok());
+        ASSERT_TRUE(
+            (*conn)
+                ->Exec(
+                    "INSERT INTO sessions (id, created_at_ms, updated_at_ms, message_count, "
+                    "total_tokens, last_seq) VALUES ('old', 1, 2, 1, 3, 1);"
+                    "INSERT INTO messages (session_id, seq, role, content, created_at_ms, tokens, "
+                    "text) VALUES ('old', 1, 'user', '\"from the past\"', 2, 3, 'from the past');")
+                .ok());
       }
     }
     auto db = OpenDbOrDie(path);
@@ -83,18 +85,21 @@ TEST(SchemaTest, MigratesAVersion4DatabaseToVersion5KeepingItsData) {
     auto conn = sqlite::Connection::Open(path, sqlite::Connection::Mode::kReadWriteCreate);
     ASSERT_TRUE(conn.ok());
     ASSERT_TRUE(schema::Migrate(**conn, 4).ok());
-    ASSERT_TRUE((*conn)
-                    ->Exec("INSERT INTO sessions (id, model, created_at_ms, updated_at_ms, "
-                           "message_count, total_tokens, last_seq) VALUES ('old', 'gpt-4o', 1, 2, 2, "
-                           "9, 2);"
-                           "INSERT INTO messages (session_id, seq, role, content, created_at_ms, "
-                           "tokens, text) VALUES ('old', 1, 'user', '\"ancient heron\"', 2, 4, "
-                           "'ancient heron'), ('old', 2, 'assistant', '\"noted\"', 2, 5, 'noted');"
-                           "INSERT INTO audit_events (seq, timestamp_ms, event_type, prev_chain_hash) "
-                           "VALUES (1, 5, 'daemon.started', '" + std::string(64, '0') + "');"
-                           "INSERT INTO jobs (kind, session_id, state, created_at_ms, updated_at_ms) "
-                           "VALUES ('summarize', 'old', 'queued', 3, 3);")
-                    .ok());
+    ASSERT_TRUE(
+        (*conn)
+            ->Exec("INSERT INTO sessions (id, model, created_at_ms, updated_at_ms, "
+                   "message_count, total_tokens, last_seq) VALUES ('old', 'gpt-4o', 1, 2, 2, "
+                   "9, 2);"
+                   "INSERT INTO messages (session_id, seq, role, content, created_at_ms, "
+                   "tokens, text) VALUES ('old', 1, 'user', '\"ancient heron\"', 2, 4, "
+                   "'ancient heron'), ('old', 2, 'assistant', '\"noted\"', 2, 5, 'noted');"
+                   "INSERT INTO audit_events (seq, timestamp_ms, event_type, prev_chain_hash) "
+                   "VALUES (1, 5, 'daemon.started', '" +
+                   std::string(64, '0') +
+                   "');"
+                   "INSERT INTO jobs (kind, session_id, state, created_at_ms, updated_at_ms) "
+                   "VALUES ('summarize', 'old', 'queued', 3, 3);")
+            .ok());
     EXPECT_EQ(*(*conn)->QueryInt("PRAGMA user_version"), 4);
   }
   auto db = OpenDbOrDie(path);

@@ -31,15 +31,19 @@ class SearchTest : public ::testing::Test {
     ASSERT_TRUE(db_);
     ASSERT_TRUE(db_->sessions.Create(SimpleSession("alpha")).ok());
     ASSERT_TRUE(db_->sessions.Create(SimpleSession("beta")).ok());
-    ASSERT_TRUE(db_->messages.Append("alpha",
-                                    {NewMessage{Message::User("the deploy script failed on staging"), 8, 0},
-                                     NewMessage{Message::Assistant("I will check the nginx config"), 8, 0}},
-                                    10)
+    ASSERT_TRUE(db_->messages
+                    .Append("alpha",
+                            {NewMessage{Message::User("the deploy script failed on staging"), 8, 0},
+                             NewMessage{Message::Assistant("I will check the nginx config"), 8, 0}},
+                            10)
                     .ok());
-    ASSERT_TRUE(db_->messages.Append("beta",
-                                    {NewMessage{Message::User("rotate the postgres password"), 6, 0},
-                                     NewMessage{Message::ToolResult("c1", "nginx: configuration file test is successful"), 9, 0}},
-                                    11)
+    ASSERT_TRUE(db_->messages
+                    .Append("beta",
+                            {NewMessage{Message::User("rotate the postgres password"), 6, 0},
+                             NewMessage{Message::ToolResult(
+                                            "c1", "nginx: configuration file test is successful"),
+                                        9, 0}},
+                            11)
                     .ok());
     MemoryItem global;
     global.text = "The production database is postgres 15 on db1";
@@ -91,7 +95,9 @@ TEST_F(SearchTest, FindsAcrossMemorySummariesAndMessages) {
   EXPECT_EQ(std::count(ids.begin(), ids.end(), "message/alpha:2"), 1);
   EXPECT_EQ(std::count(ids.begin(), ids.end(), "message/beta:2"), 1);
   EXPECT_EQ(std::count(ids.begin(), ids.end(), "summary/" + summary_id_), 1);
-  EXPECT_EQ(std::count_if(hits.begin(), hits.end(), [](const MemoryHit& h) { return h.source == "memory"; }), 1);
+  EXPECT_EQ(std::count_if(hits.begin(), hits.end(),
+                          [](const MemoryHit& h) { return h.source == "memory"; }),
+            1);
   for (size_t i = 1; i < hits.size(); ++i) EXPECT_GE(hits[i - 1].score, hits[i].score);
   o.max_results = 2;
   EXPECT_EQ(SearchOk(o).size(), 2u);
@@ -111,7 +117,8 @@ TEST_F(SearchTest, FiltersBySessionAndExcludesASession) {
   ex.query = "postgres";
   ex.exclude_session_id = "beta";
   auto hits = SearchOk(ex);
-  ASSERT_EQ(hits.size(), 1u);  // only the global memory item: beta's message and summary are excluded
+  ASSERT_EQ(hits.size(),
+            1u);  // only the global memory item: beta's message and summary are excluded
   EXPECT_EQ(hits[0].id, global_id_);
   EXPECT_EQ(hits[0].text, "The production database is postgres 15 on db1");
 }
@@ -130,18 +137,21 @@ TEST_F(SearchTest, AllWordsFirstThenAnyWord) {
   EXPECT_TRUE(SearchOk(o).empty());
   // A long message: the any-word fallback keeps its rarest words, "postgres" among them.
   o.query = "b c d e f g h j k l m n postgres";
-  EXPECT_EQ(Ids(SearchOk(o)), (std::vector<std::string>{"message/beta:1", "summary/" + summary_id_}));
+  EXPECT_EQ(Ids(SearchOk(o)),
+            (std::vector<std::string>{"message/beta:1", "summary/" + summary_id_}));
 }
 
 TEST_F(SearchTest, SnippetsAreBounded) {
-  ASSERT_TRUE(db_->messages.Append("alpha", {NewMessage{Message::User(
-                                                           std::string("lorem ipsum ") + std::string(200, ' ') +
-                                                           "one two three four five six seven eight nine ten "
-                                                           "eleven twelve thirteen kubernetes fourteen fifteen "
-                                                           "sixteen seventeen eighteen nineteen twenty"),
-                                                       30, 0}},
-                                  20)
-                  .ok());
+  ASSERT_TRUE(
+      db_->messages
+          .Append("alpha",
+                  {NewMessage{Message::User(std::string("lorem ipsum ") + std::string(200, ' ') +
+                                            "one two three four five six seven eight nine ten "
+                                            "eleven twelve thirteen kubernetes fourteen fifteen "
+                                            "sixteen seventeen eighteen nineteen twenty"),
+                              30, 0}},
+                  20)
+          .ok());
   SearchOptions o;
   o.query = "kubernetes";
   o.snippet_tokens = 5;
@@ -232,9 +242,11 @@ TEST_F(SearchTest, IndexFollowsInsertUpdateDelete) {
   EXPECT_EQ(db_->memory.Delete(added->id).code(), StatusCode::kNotFound);
 
   // Messages and summaries are kept in sync by triggers as well (edited here directly).
-  testing::RawExec(path_,
-                   "UPDATE messages SET text = 'platypus sighting' WHERE session_id = 'alpha' AND seq = 1;"
-                   "UPDATE summaries SET content = 'echidna summary' WHERE id = '" + summary_id_ + "';");
+  testing::RawExec(
+      path_,
+      "UPDATE messages SET text = 'platypus sighting' WHERE session_id = 'alpha' AND seq = 1;"
+      "UPDATE summaries SET content = 'echidna summary' WHERE id = '" +
+          summary_id_ + "';");
   o.query = "platypus";
   EXPECT_EQ(Ids(SearchOk(o)), (std::vector<std::string>{"message/alpha:1"}));
   o.query = "deploy";
@@ -246,7 +258,9 @@ TEST_F(SearchTest, IndexFollowsInsertUpdateDelete) {
   testing::RawExec(path_, "DELETE FROM messages WHERE session_id = 'alpha' AND seq = 1;");
   o.query = "platypus";
   EXPECT_TRUE(SearchOk(o).empty());
-  EXPECT_EQ(RawQuery(path_, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'platypus'"), "0");
+  EXPECT_EQ(
+      RawQuery(path_, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'platypus'"),
+      "0");
   // The index passes FTS5's own consistency check.
   testing::RawExec(path_,
                    "INSERT INTO messages_fts (messages_fts) VALUES ('integrity-check');"
@@ -257,11 +271,14 @@ TEST_F(SearchTest, IndexFollowsInsertUpdateDelete) {
 TEST_F(SearchTest, AnAppendedMessageIsFoundByTheVeryNextSearch) {
   for (int i = 0; i < 40; ++i) {
     const std::string word = "zebra" + std::to_string(i) + "x";
-    auto r = db_->messages.Append("alpha", {NewMessage{Message::User("a " + word + " was seen"), 3, 0}}, 20 + i);
+    auto r = db_->messages.Append(
+        "alpha", {NewMessage{Message::User("a " + word + " was seen"), 3, 0}}, 20 + i);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     SearchOptions o;
     o.query = word;
-    EXPECT_EQ(Ids(SearchOk(o)), (std::vector<std::string>{"message/alpha:" + std::to_string((*r)[0].seq)})) << word;
+    EXPECT_EQ(Ids(SearchOk(o)),
+              (std::vector<std::string>{"message/alpha:" + std::to_string((*r)[0].seq)}))
+        << word;
   }
   EXPECT_EQ(Watermark(path_), MaxMessageId(path_));
   ExpectIndexConsistent(path_);

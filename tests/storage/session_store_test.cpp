@@ -44,7 +44,8 @@ TEST(SessionStoreTest, UnknownSessionIsNotFoundAndWritesNothing) {
 TEST(SessionStoreTest, ListSessionsPagesInCreationOrder) {
   TempDir dir;
   auto db = OpenDbOrDie(dir.Join("m.db"));
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(db->sessions.Create(MakeSession("s" + std::to_string(i), 100 + i)).ok());
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(db->sessions.Create(MakeSession("s" + std::to_string(i), 100 + i)).ok());
   auto page = db->sessions.List(ListOptions{2, 1});
   ASSERT_TRUE(page.ok());
   ASSERT_EQ(page->size(), 2u);

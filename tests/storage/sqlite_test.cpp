@@ -16,18 +16,21 @@ namespace {
 using ::missy::testing::TempDir;
 
 TEST(Sha256HexTest, MatchesTheStandardVector) {
-  EXPECT_EQ(sqlite::Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sqlite::Sha256Hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 class SqliteTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto conn = sqlite::Connection::Open(dir_.Join("t.db"), sqlite::Connection::Mode::kReadWriteCreate);
+    auto conn =
+        sqlite::Connection::Open(dir_.Join("t.db"), sqlite::Connection::Mode::kReadWriteCreate);
     ASSERT_TRUE(conn.ok()) << conn.status().ToString();
     conn_ = std::move(*conn);
-    ASSERT_TRUE(conn_->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT UNIQUE, n INTEGER "
-                            "NOT NULL CHECK (n >= 0), note TEXT);"
-                            "INSERT INTO t (name, n) VALUES ('a', 1), ('b', 2), ('c', 3);")
+    ASSERT_TRUE(conn_
+                    ->Exec("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT UNIQUE, n INTEGER "
+                           "NOT NULL CHECK (n >= 0), note TEXT);"
+                           "INSERT INTO t (name, n) VALUES ('a', 1), ('b', 2), ('c', 3);")
                     .ok());
   }
   TempDir dir_;
@@ -62,7 +65,7 @@ TEST_F(SqliteTest, AStatementIsResetWhenItGoesOutOfScope) {
     q->Bind(1, 1);
     ASSERT_TRUE(*q->Next());
     EXPECT_EQ(q->Text(0), "a");
-  }  // left in the middle of its rows, with ?1 bound
+  }                              // left in the middle of its rows, with ?1 bound
   auto q = conn_->Prepare(sql);  // the same cached statement
   ASSERT_TRUE(q.ok());
   auto row = q->Next();  // from the start, and ?1 is NULL again: no row matches
@@ -115,7 +118,8 @@ TEST_F(SqliteTest, ReadOnlyConnectionsRefuseWritesAsUnavailable) {
   Status st = (*ro)->Exec("INSERT INTO t (name, n) VALUES ('z', 1)", "insert z");
   EXPECT_EQ(st.code(), StatusCode::kUnavailable);
   EXPECT_NE(st.message().find("read-only"), std::string::npos) << st.message();
-  auto missing = sqlite::Connection::Open(dir_.Join("absent.db"), sqlite::Connection::Mode::kReadWrite);
+  auto missing =
+      sqlite::Connection::Open(dir_.Join("absent.db"), sqlite::Connection::Mode::kReadWrite);
   EXPECT_EQ(missing.status().code(), StatusCode::kUnavailable);
 }
 

@@ -22,8 +22,12 @@ TEST_F(SummaryStoreTest, LeafSummaryMarksItsMessagesCovered) {
   ASSERT_TRUE(leaf.ok()) << leaf.status().ToString();
   EXPECT_EQ(leaf->id.substr(0, 4), "sum_");
   EXPECT_EQ(leaf->id.size(), 20u);
-  EXPECT_EQ(RawQuery(path_, "SELECT count(*) FROM messages WHERE summary_id = '" + leaf->id + "'"), "4");
-  EXPECT_EQ(RawQuery(path_, "SELECT min(seq) || '-' || max(seq) FROM messages WHERE summary_id IS NOT NULL"), "1-4");
+  EXPECT_EQ(RawQuery(path_, "SELECT count(*) FROM messages WHERE summary_id = '" + leaf->id + "'"),
+            "4");
+  EXPECT_EQ(
+      RawQuery(path_,
+               "SELECT min(seq) || '-' || max(seq) FROM messages WHERE summary_id IS NOT NULL"),
+      "1-4");
   auto got = db_->summaries.Get(leaf->id);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->content, "first four");
