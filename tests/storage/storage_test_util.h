@@ -16,17 +16,28 @@
 
 namespace missy::testing {
 
-// An open Database with its stores (tests reach the engine through `db`).
+// An open Database with its stores (tests reach the engine through `db`). The Database
+// closes first: its queued writes may still use the stores.
 struct TestDb {
   std::unique_ptr<Database> db;
   std::unique_ptr<Stores> stores;
+
+  TestDb() = default;
+  TestDb(TestDb&&) = default;
+  TestDb& operator=(TestDb&& other) {
+    reset();
+    db = std::move(other.db);
+    stores = std::move(other.stores);
+    return *this;
+  }
+  ~TestDb() { reset(); }
 
   explicit operator bool() const { return db != nullptr; }
   Stores* operator->() { return stores.get(); }
   Database& engine() { return *db; }
   void reset() {
-    stores.reset();
     db.reset();
+    stores.reset();
   }
 };
 
