@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "core/bpe_encoding.h"
-#include "daemon/tokenizers.h"
+#include "config/tokenizers.h"
 
 namespace fs = std::filesystem;
 using missy::TokenizerRegistry;

@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <boost/json.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -11,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <random>
 #include <string>
 
 #ifdef MISSY_HAVE_SYSTEMD
@@ -19,11 +17,14 @@
 #endif
 
 #include "config/config.h"
-#include "daemon/api.h"
-#include "daemon/auditor.h"
-#include "daemon/net.h"
-#include "daemon/tokenizers.h"
+#include "config/tokenizers.h"
+#include "daemon/audit/audit_bus.h"
+#include "daemon/http/api.h"
+#include "daemon/net/server.h"
+#include "daemon/service/ports.h"
+#include "daemon/service/services.h"
 #include "storage/database.h"
+#include "storage/stores.h"
 
 namespace {
 
@@ -38,19 +39,6 @@ void PrintUsage() {
       "  --check-config    validate the config file and exit 0 (valid) or 1 (invalid)\n"
       "  --log-level L     override context.log_level (trace|debug|info|warn|error)\n"
       "  --version         print the version and exit\n");
-}
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string RandomHex() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
-  return buf;
 }
 
 void Notify(const char* state) {
@@ -147,52 +135,52 @@ int main(int argc, char** argv) {
       spdlog::warn("context.tokenizer is heuristic: token counts are conservative estimates");
     }
 
-    Auditor auditor(db->get(), NowMs);
-    ApiDeps deps;
+    Stores stores(**db);
+    SystemClock clock;
+    RandomIds ids;
+    AuditBus audit(**db, stores.audit, clock);
+    ConfigHolder config_holder(config);
+    ServiceDeps deps;
     deps.db = db->get();
-    deps.auditor = &auditor;
-    deps.clock_ms = NowMs;
-    deps.new_id = RandomHex;
+    deps.stores = &stores;
+    deps.clock = &clock;
+    deps.ids = &ids;
     deps.tokenizers = &tokenizers;
-    deps.version = kVersion;
-    Api api(deps, config);
+    deps.audit = &audit;
+    deps.config = &config_holder;
+    // The history cache gets half of the memory bound; SQLite's caches and the
+    // rest of the daemon live in the other half.
+    Services services(deps, static_cast<size_t>(config->limits.memory_mb) << 19);
+    http::Api api(services, kVersion);
 
     NetOptions net;
     net.api_socket_path = config->socket_path;
     net.audit_socket_path = config->audit_socket_path;
-    net.body_limit = static_cast<size_t>(config->max_body_bytes);
-    net.read_timeout = std::chrono::milliseconds(config->read_timeout_ms);
-    net.subscriber_buffer_bytes = static_cast<size_t>(config->audit_client_buffer_bytes);
-    net.on_security_event = [&auditor](const std::string& what, uint32_t uid, int32_t pid) {
+    net.body_limit = static_cast<size_t>(config->limits.max_body_bytes);
+    net.read_timeout = std::chrono::milliseconds(config->limits.read_timeout_ms);
+    net.subscriber_buffer_bytes = static_cast<size_t>(config->limits.audit_client_buffer_bytes);
+    net.on_security_event = [&audit](const std::string& what, uint32_t uid, int32_t pid) {
       spdlog::warn("refused connection: {} (uid {}, pid {})", what, uid, pid);
-      (void)auditor.Emit("connection.refused", "security", "deny", "",
-                         boost::json::object{{"reason", what}, {"uid", uid}, {"pid", pid}});
+      audit.Emit(AuditRecord{"connection.refused", "security", "deny", "",
+                             AuditDetail().Add("reason", what).Add("uid", int64_t{uid}).Add(
+                                 "pid", int64_t{pid})});
     };
-    Database* database = db->get();
-    BacklogProvider backlog = [database](const SubscribeRequest& req) {
-      std::vector<std::string> lines;
-      if (req.since < 0) return lines;
-      int64_t since = req.since;
-      for (;;) {
-        Result<std::vector<AuditEvent>> events = database->AuditSince(since, 1000);
-        if (!events.ok() || events->empty()) break;
-        for (const AuditEvent& e : *events) {
-          since = e.seq;
-          bool wanted = req.types.empty();
-          for (const std::string& t : req.types) wanted = wanted || t == e.event_type;
-          if (wanted) lines.push_back(AuditEventToJsonLine(e));
-        }
-      }
-      return lines;
+    BacklogProvider backlog = [&audit](const SubscribeRequest& req, int64_t after_seq,
+                                       size_t max_lines, int64_t* last_seq_seen) {
+      return audit.BacklogPage(req.types, after_seq, max_lines, last_seq_seen);
     };
-    Result<std::unique_ptr<NetServer>> server =
-        NetServer::Create(net, [&api](const HttpRequest& r) { return api.Handle(r); }, backlog);
+    Result<std::unique_ptr<NetServer>> server = NetServer::Create(
+        net,
+        [&api](HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
+          api.Handle(std::move(request), std::move(exchange));
+        },
+        backlog);
     if (!server.ok()) {
       spdlog::critical("{}", server.status().message());
       return 1;
     }
     NetServer* srv = server->get();
-    auditor.SetPublisher([srv](int64_t seq, const std::string& type, std::string line) {
+    audit.SetPublisher([srv](int64_t seq, const std::string& type, std::string line) {
       srv->Publish(seq, type, std::move(line));
     });
 
@@ -202,38 +190,29 @@ int main(int argc, char** argv) {
       Result<DaemonConfig> fresh = LoadConfigFile(config_path, home);
       if (!fresh.ok()) {
         spdlog::error("reload failed, keeping the current config: {}", fresh.status().message());
-        (void)auditor.Emit("config.reload_failed", "daemon", "error", "",
-                           boost::json::object{{"path", config_path},
-                                               {"error", fresh.status().message()}});
+        audit.Emit(AuditRecord{"config.reload_failed", "daemon", "error", "",
+                               AuditDetail().Add("path", config_path).Add(
+                                   "error", fresh.status().message())});
         return;
       }
       auto next = std::make_shared<DaemonConfig>(std::move(*fresh));
       spdlog::set_level(spdlog::level::from_str(next->log_level));
-      api.SetConfig(next);
+      services.history.SetMaxBytes(static_cast<size_t>(next->limits.memory_mb) << 19);
+      config_holder.Set(next);
       spdlog::info("config reloaded from {}", config_path);
-      (void)auditor.Emit("config.reloaded", "daemon", "allow", "",
-                         boost::json::object{{"path", config_path}});
+      audit.Emit(AuditRecord{"config.reloaded", "daemon", "allow", "",
+                             AuditDetail().Add("path", config_path)});
     });
 
     // Maintenance: audit retention (the chain stays verifiable) and jobs whose lease ended.
-    srv->Every(std::chrono::minutes(10), [&api, database]() {
-      auto cfg = api.config();
-      AuditRetention retention;
-      retention.max_events = cfg->audit_retention_events;
-      if (cfg->audit_retention_days > 0) {
-        retention.min_timestamp_ms = NowMs() - cfg->audit_retention_days * 86400000LL;
-      }
-      Result<int64_t> pruned = database->PruneAuditEvents(retention);
-      if (pruned.ok() && *pruned > 0) spdlog::info("audit retention removed {} events", *pruned);
-      Result<int64_t> requeued = database->RequeueExpiredJobs(NowMs());
-      if (requeued.ok() && *requeued > 0) spdlog::info("requeued {} expired jobs", *requeued);
-    });
+    srv->Every(std::chrono::minutes(10), [&services]() { services.admin.Maintain(); });
 
-    (void)auditor.Emit("daemon.started", "daemon", "allow", "",
-                       boost::json::object{{"version", kVersion},
-                                           {"pid", static_cast<int64_t>(getpid())},
-                                           {"socket", config->socket_path},
-                                           {"audit_socket", config->audit_socket_path}});
+    (void)audit.EmitAndWait(AuditRecord{"daemon.started", "daemon", "allow", "",
+                                        AuditDetail()
+                                            .Add("version", kVersion)
+                                            .Add("pid", static_cast<int64_t>(getpid()))
+                                            .Add("socket", config->socket_path)
+                                            .Add("audit_socket", config->audit_socket_path)});
     std::printf("missyd %s listening\n  api socket:   %s\n  audit socket: %s\n", kVersion,
                 config->socket_path.c_str(), config->audit_socket_path.c_str());
     std::printf("try: curl --unix-socket %s http://localhost/v1/health\n",
@@ -242,7 +221,10 @@ int main(int argc, char** argv) {
     Notify("READY=1");
     srv->Run();
     Notify("STOPPING=1");
-    (void)auditor.Emit("daemon.stopped", "daemon", "allow", "", boost::json::object{});
+    // Answers still being committed finish before the services they call back go away.
+    (void)(*db)->Write([](Txn&) { return Status::Ok(); });
+    (void)(*db)->Write([](Txn&) { return Status::Ok(); });
+    (void)audit.EmitAndWait(AuditRecord{"daemon.stopped", "daemon", "allow", "", AuditDetail()});
     spdlog::info("missyd stopped");
     return 0;
   } catch (const std::exception& e) {

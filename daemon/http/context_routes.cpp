@@ -1,0 +1,94 @@
+// /v1/sessions/{id}/context, /v1/sessions/{id}/usage
+#include "core/context_report_json.h"
+#include "daemon/http/api.h"
+#include "daemon/service/services.h"
+
+namespace missy::http {
+
+namespace {
+
+Status ParseContextRequest(const json::object& o, ContextRequest& request) {
+  MISSY_RETURN_IF_ERROR(
+      CheckKnownKeys(o, {"message", "context_window", "max_output_tokens", "query"}));
+  MISSY_RETURN_IF_ERROR(OptInt(o, "context_window", 1, int64_t{1} << 40, request.context_window));
+  MISSY_RETURN_IF_ERROR(
+      OptInt(o, "max_output_tokens", 0, int64_t{1} << 40, request.max_output_tokens));
+  if (const json::value* m = o.if_contains("message"); m && !m->is_null()) {
+    Result<Message> parsed = ParseMessage(*m, "message");
+    if (!parsed.ok()) return parsed.status();
+    request.new_message = std::move(*parsed);
+  }
+  return OptString(o, "query", request.query);
+}
+
+json::object ContextToJson(const ContextOutcome& out, const std::string& session_id) {
+  const ContextReport& report = out.context.report;
+  json::array messages;
+  for (const Message& m : out.context.messages) messages.push_back(MessageToJson(m));
+  json::object budget = ContextReportToJson(report);
+  budget["encoding"] = out.encoding;
+  budget["factor"] = out.factor;
+  budget["calibration"] = json::object{{"ratio", out.calibration.ratio},
+                                       {"samples", out.calibration.samples},
+                                       {"raw_total", out.raw_total},
+                                       {"calibrated_total", out.calibrated_total},
+                                       {"estimated_tokens", out.estimated_tokens},
+                                       {"calibrated_tokens", out.calibrated_tokens}};
+  return json::object{{"context_id", out.context_id},
+                      {"session_id", session_id},
+                      {"messages", std::move(messages)},
+                      {"system", out.context.system},
+                      {"budget", std::move(budget)}};
+}
+
+}  // namespace
+
+void Api::AddContextRoutes() {
+  Services& s = services_;
+  router_.Add("POST", "/v1/sessions/{session_id}/context", [&s](const std::shared_ptr<Call>& call) {
+    const std::string id = call->params[0];
+    Result<json::object> body = ParseBody(call->request.body, /*empty_ok=*/true);
+    if (!body.ok()) return call->Fail(body.status(), id);
+    ContextRequest request;
+    request.session_id = id;
+    if (Status st = ParseContextRequest(*body, request); !st.ok()) return call->Fail(st, id);
+    s.context.Build(std::move(request), [call, id](Result<ContextOutcome> out) {
+      if (!out.ok()) return call->Fail(out.status(), id);
+      call->Reply(200, ContextToJson(*out, id));
+    });
+  });
+
+  router_.Add("POST", "/v1/sessions/{session_id}/usage", [&s](const std::shared_ptr<Call>& call) {
+    const std::string id = call->params[0];
+    Result<json::object> body = ParseBody(call->request.body, /*empty_ok=*/false);
+    if (!body.ok()) return call->Fail(body.status(), id);
+    UsageReport report;
+    report.session_id = id;
+    report.prompt_tokens = -1;
+    Status st = CheckKnownKeys(*body, {"context_id", "prompt_tokens", "completion_tokens"});
+    if (st.ok()) st = OptString(*body, "context_id", report.context_id);
+    if (st.ok() && report.context_id.empty()) st = Status::InvalidArgument("is required", "context_id");
+    if (st.ok()) st = OptInt(*body, "prompt_tokens", 1, int64_t{1} << 40, report.prompt_tokens);
+    if (st.ok() && report.prompt_tokens < 0) {
+      st = Status::InvalidArgument("is required", "prompt_tokens");
+    }
+    if (st.ok()) {
+      st = OptInt(*body, "completion_tokens", 0, int64_t{1} << 40, report.completion_tokens);
+    }
+    if (!st.ok()) return call->Fail(st, id);
+    const UsageReport echo = report;
+    s.usage.Report(std::move(report), [call, id, echo](Result<UsageOutcome> out) {
+      if (!out.ok()) return call->Fail(out.status(), id);
+      call->Reply(200, json::object{{"context_id", echo.context_id},
+                                    {"model", out->model},
+                                    {"estimated_tokens", out->estimated_tokens},
+                                    {"prompt_tokens", echo.prompt_tokens},
+                                    {"completion_tokens", echo.completion_tokens},
+                                    {"ratio_before", out->before.ratio},
+                                    {"ratio", out->after.ratio},
+                                    {"samples", out->after.samples}});
+    });
+  });
+}
+
+}  // namespace missy::http

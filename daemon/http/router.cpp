@@ -1,0 +1,96 @@
+#include "daemon/http/router.h"
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/audit/audit_bus.h"
+#include "daemon/service/session_service.h"
+
+namespace missy::http {
+
+void Call::Fail(const Status& status, std::string_view session_id, const json::object* extra) {
+  const int http = HttpStatusOf(status.code());
+  const std::string message = status.message();
+  if (audit_ != nullptr) {
+    audit_->Emit(AuditRecord{"request.rejected", "daemon", http >= 500 ? "error" : "deny",
+                             std::string(session_id),
+                             AuditDetail()
+                                 .Add("method", request.method)
+                                 .Add("path", target.path)
+                                 .Add("status", http)
+                                 .Add("code", ApiCodeOf(status.code()))
+                                 .Add("message", message)
+                                 .Add("field", status.field())});
+  }
+  if (http >= 500) {
+    spdlog::error("{} {} -> {} {}", request.method, target.path, http, status.ToString());
+  } else {
+    spdlog::info("{} {} -> {} {}", request.method, target.path, http, status.ToString());
+  }
+  json::object body = ErrorBody(ApiCodeOf(status.code()), message, status.field());
+  if (extra != nullptr) {
+    for (const auto& kv : *extra) body[kv.key()] = kv.value();
+  }
+  Reply(http, body);
+}
+
+void Router::Add(std::string method, std::string_view pattern, RouteHandler handler) {
+  Route route{std::move(method), ParseTarget(pattern).segments, std::move(handler)};
+  routes_.push_back(std::move(route));
+}
+
+bool Router::Match(const Route& route, const std::vector<std::string>& segments,
+                   std::vector<std::string>* params) {
+  if (route.segments.size() != segments.size()) return false;
+  params->clear();
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const std::string& want = route.segments[i];
+    if (want.size() > 1 && want.front() == '{' && want.back() == '}') {
+      params->push_back(segments[i]);
+    } else if (want != segments[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void Router::Handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange) const {
+  RequestTarget target = ParseTarget(request.target);
+  auto call = std::make_shared<Call>(std::move(request), std::move(target), std::move(exchange),
+                                     audit_);
+  const std::vector<std::string>& segments = call->target.segments;
+  std::string allowed;
+  std::vector<std::string> params;
+  for (const Route& route : routes_) {
+    if (!Match(route, segments, &params)) continue;
+    if (route.method != call->request.method) {
+      if (allowed.find(route.method) == std::string::npos) {
+        allowed += (allowed.empty() ? "" : ", ") + route.method;
+      }
+      continue;
+    }
+    for (size_t i = 0; i < route.segments.size(); ++i) {
+      if (route.segments[i] == "{session_id}" && !ValidSessionId(segments[i])) {
+        return call->Fail(
+            Status::InvalidArgument("session id must be 1-128 characters of [A-Za-z0-9._:-]", "id"));
+      }
+    }
+    call->params = std::move(params);
+    try {
+      route.handler(call);
+    } catch (const std::exception& e) {
+      call->Fail(Status::Internal(std::string("unexpected error: ") + e.what()));
+    }
+    return;
+  }
+  if (!allowed.empty()) {
+    return call->Reply(405, ErrorBody("method_not_allowed",
+                                      call->request.method +
+                                          " is not allowed on this path (allowed: " + allowed + ")",
+                                      ""));
+  }
+  const bool v1 = !segments.empty() && segments[0] == "v1";
+  call->Fail(Status::NotFound("no route for " + call->request.method + " " + call->target.path +
+                              (v1 ? "" : " (API paths start with /v1)")));
+}
+
+}  // namespace missy::http

@@ -1,0 +1,273 @@
+#include "daemon/service/context_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "core/model_table.h"
+#include "daemon/audit/audit_bus.h"
+#include "daemon/service/counting.h"
+#include "daemon/service/history_cache.h"
+#include "daemon/service/issued_contexts.h"
+#include "daemon/service/ports.h"
+#include "daemon/service/session_queue.h"
+#include "storage/database.h"
+#include "storage/search.h"
+#include "storage/stores.h"
+
+namespace missy {
+
+struct ContextService::Prepared {
+  Session session;
+  std::shared_ptr<const DaemonConfig> config;
+  MessageTokenCounter counter;
+  ContextInput input;
+  std::string query;
+  ContextOutcome outcome;
+  Done<ContextOutcome> done;
+};
+
+ContextService::ContextService(const ServiceDeps& deps, HistoryCache& history, SessionQueue& queue,
+                               IssuedContexts& issued)
+    : deps_(deps), history_(history), queue_(queue), issued_(issued) {}
+
+std::optional<int64_t> ContextService::Anchor(const std::string& session_id) {
+  std::lock_guard<std::mutex> lock(anchors_mu_);
+  auto it = anchors_.find(session_id);
+  if (it == anchors_.end()) return std::nullopt;
+  return it->second;
+}
+
+void ContextService::SetAnchor(const std::string& session_id, int64_t seq) {
+  std::lock_guard<std::mutex> lock(anchors_mu_);
+  anchors_[session_id] = seq;
+}
+
+Result<std::shared_ptr<ContextService::Prepared>> ContextService::Prepare(ContextRequest& request) {
+  const std::string& id = request.session_id;
+  Result<Session> session = deps_.stores->sessions.Get(id);
+  if (!session.ok()) {
+    if (session.status().code() == StatusCode::kNotFound) {
+      return Status::NotFound("session '" + id + "' not found");
+    }
+    return session.status();
+  }
+  auto cfg = deps_.config->Get();
+  auto p = std::make_shared<Prepared>(
+      Prepared{*session, cfg, CounterFor(*cfg, deps_.tokenizers, *session), {}, {}, {}, {}});
+  ContextInput& input = p->input;
+  input.budget = cfg->budget;
+  input.threshold_pct = cfg->context.threshold_pct;
+  input.message_threshold = cfg->context.message_threshold;
+  input.tool_output_max_tokens = cfg->context.tool_output_max_tokens;
+  input.min_tool_output_tokens = cfg->context.min_tool_output_tokens;
+  input.max_learnings = cfg->context.max_learnings;
+  input.eviction.slack_fraction = cfg->context.eviction_slack_fraction;
+  input.pruning = cfg->pruning;
+  input.system_prompt = session->system_prompt;
+  input.tool_tokens =
+      session->tools_json == "[]" ? -1 : p->counter.CountToolDefinitions(session->tools_json);
+
+  // The window is the model's: context_window - max_output_tokens (never one for the other).
+  std::optional<ModelSpec> spec = cfg->models.Lookup(session->model);
+  int64_t window =
+      session->context_window > 0 ? session->context_window : (spec ? spec->context_window : 0);
+  int64_t max_output = spec ? spec->max_output_tokens : 0;
+  if (request.context_window) window = *request.context_window;
+  if (request.max_output_tokens) max_output = *request.max_output_tokens;
+  if (window > 0) {
+    if (max_output >= window) {
+      return Status::InvalidArgument("max_output_tokens (" + std::to_string(max_output) +
+                                         ") must be smaller than context_window (" +
+                                         std::to_string(window) + ")",
+                                     "max_output_tokens");
+    }
+    input.budget.total = window - max_output;
+    input.context_window = window;
+    input.max_output_tokens = max_output;
+  }
+  if (Status st = input.budget.Validate(); !st.ok()) {
+    return Status::InvalidArgument("budget is invalid for this window: " + st.message(),
+                                   "context_window");
+  }
+  // Calibration: when the provider reported more (or fewer) tokens than we counted, our
+  // counts are scaled by that ratio, so the budget in our units is total / ratio.
+  ContextOutcome& out = p->outcome;
+  out.raw_total = input.budget.total;
+  if (Result<Calibration> c = deps_.stores->calibration.Get(CalibrationKey(*session)); c.ok()) {
+    out.calibration.ratio = c->ratio;
+    out.calibration.samples = c->samples;
+  }
+  if (out.calibration.samples > 0 && out.calibration.ratio > 0) {
+    TokenBudget scaled = input.budget;
+    scaled.total = static_cast<int64_t>(static_cast<double>(out.raw_total) / out.calibration.ratio);
+    if (scaled.Validate().ok()) input.budget = scaled;
+  }
+  out.calibrated_total = input.budget.total;
+  out.encoding = p->counter.counter().Name();
+  out.factor = p->counter.options().factor;
+
+  input.new_message = std::move(request.new_message);
+  p->query = std::move(request.query);
+
+  // Summaries: the top of the hierarchy (not yet condensed), oldest first.
+  Result<std::vector<SummaryRecord>> summaries = deps_.stores->summaries.List(id, true);
+  if (!summaries.ok()) return summaries.status();
+  for (const SummaryRecord& r : *summaries) input.summaries.push_back(ToSummaryView(r));
+  if (input.budget.learnings_fraction > 0) {
+    ListOptions newest;
+    newest.limit = static_cast<int>(input.max_learnings);
+    Result<std::vector<LearningRecord>> learnings = deps_.stores->memory.ListLearnings(newest);
+    if (learnings.ok()) {
+      for (const LearningRecord& l : *learnings) input.learnings.push_back(ToLearning(l));
+    }
+  }
+  return p;
+}
+
+void ContextService::Build(ContextRequest request, Done<ContextOutcome> done) {
+  Result<std::shared_ptr<Prepared>> prepared = Prepare(request);
+  if (!prepared.ok()) return done(prepared.status());
+  std::shared_ptr<Prepared> p = std::move(*prepared);
+  p->done = std::move(done);
+  queue_.Run(p->session.id, [this, p](SessionQueue::Release release) {
+    Assemble(p, std::move(release));
+  });
+}
+
+void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()> release) {
+  const std::string id = p->session.id;
+  ContextInput& input = p->input;
+  auto history = history_.GetOrLoad(id, [&] { return deps_.stores->messages.Load(id, 0, 0); });
+  if (!history.ok()) {
+    release();
+    return p->done(history.status());
+  }
+  // The history is borrowed from the cache entry for the assembly (the session's queue
+  // keeps every other user out) and given back right after it.
+  std::shared_ptr<std::vector<StoredMessage>> entry = *history;
+  input.history = std::move(*entry);
+
+  // Memory: the agent's query, or the new user message, or the last user message.
+  std::string query = p->query;
+  if (query.empty() && input.new_message) query = input.new_message->PlainText();
+  for (auto it = input.history.rbegin(); query.empty() && it != input.history.rend(); ++it) {
+    if (it->message.role == Role::kUser) query = it->message.PlainText();
+  }
+  if (!query.empty() && input.budget.memory_fraction > 0) {
+    SearchOptions search;
+    search.query = query.substr(0, 4096);
+    search.exclude_session_id = id;  // this session's history is already in the context
+    search.max_results = 10;
+    Result<std::vector<MemoryHit>> hits = missy::Search(*deps_.db, search);
+    if (hits.ok()) {
+      input.memory = std::move(*hits);
+    } else {
+      spdlog::warn("memory search failed for session {}: {}", id, hits.status().ToString());
+    }
+  }
+
+  const std::optional<int64_t> anchor = Anchor(id);
+  input.eviction.anchor_seq = anchor.value_or(p->session.anchor_seq);
+  Result<AssembledContext> assembled = AssembleContext(input, p->counter);
+  *entry = std::move(input.history);
+  if (!assembled.ok()) {
+    release();
+    return p->done(assembled.status());
+  }
+  ContextOutcome& out = p->outcome;
+  out.context = std::move(*assembled);
+  const ContextReport& report = out.context.report;
+  const bool anchor_moved = report.first_kept_seq != input.eviction.anchor_seq;
+  if (anchor_moved) SetAnchor(id, report.first_kept_seq);
+
+  out.context_id = "ctx_" + deps_.ids->NewId();
+  out.estimated_tokens = report.used_tokens;
+  if (!report.tools_measured) out.estimated_tokens -= report.tool_tokens;
+  if (!report.system_measured) {
+    out.estimated_tokens -=
+        std::max<int64_t>(0, report.system_tokens - report.system_message_tokens);
+  }
+  out.calibrated_tokens = Calibrated(out.calibration, out.estimated_tokens);
+  issued_.Remember(out.context_id,
+                   IssuedContext{id, CalibrationKey(p->session), out.estimated_tokens});
+
+  AuditRecord built{"context.built", "context", "allow", id,
+                    AuditDetail()
+                        .Add("context_id", out.context_id)
+                        .Add("used_tokens", report.used_tokens)
+                        .Add("total", report.total)
+                        .Add("kept_messages", report.kept_messages)
+                        .Add("dropped_messages", report.dropped_messages)
+                        .Add("summaries", report.summaries_included)
+                        .Add("sanitized", report.sanitized.size())
+                        .Add("zone", report.zone)};
+  const int64_t new_anchor = report.first_kept_seq;
+  bool want_job = false;
+  if (report.should_summarize) {
+    Result<bool> active = deps_.stores->jobs.HasActive(id, "summarize");
+    want_job = active.ok() && !*active;
+  }
+
+  if (report.newly_pruned_seqs.empty() && !want_job) {
+    // Nothing durable changed: answer now; the event (and the anchor) commit afterwards.
+    release();
+    auto event = std::make_shared<AuditRecord>(std::move(built));
+    deps_.db->WriteAsync(
+        [this, event, id, anchor_moved, new_anchor](Txn& txn) -> Status {
+          if (anchor_moved) MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(txn, id, new_anchor));
+          return deps_.audit->Append(txn, *event);
+        },
+        [id](Status st) {
+          if (!st.ok()) spdlog::error("context.built for {} not persisted: {}", id, st.ToString());
+        });
+    Result<ContextOutcome> answer(std::move(out));
+    return p->done(std::move(answer));
+  }
+
+  // Pruning is sticky and the job must exist before the agent's next call: one write
+  // transaction, then the answer.
+  auto event = std::make_shared<AuditRecord>(std::move(built));
+  const int64_t now = deps_.clock->NowMs();
+  deps_.db->WriteAsync(
+      [this, p, event, id, want_job, anchor_moved, new_anchor, now](Txn& txn) -> Status {
+        const ContextReport& r = p->outcome.context.report;
+        if (!r.newly_pruned_seqs.empty()) {
+          MISSY_RETURN_IF_ERROR(
+              deps_.stores->messages.AddFlags(txn, id, r.newly_pruned_seqs, kFlagPruned));
+          MISSY_RETURN_IF_ERROR(deps_.audit->Append(
+              txn, AuditRecord{"context.pruned", "context", "allow", id,
+                               AuditDetail()
+                                   .Add("messages", r.newly_pruned_seqs.size())
+                                   .Add("freed_tokens", r.pruned_freed_tokens)}));
+        }
+        if (want_job) {
+          const std::string payload = AuditDetail()
+                                          .Add("reason", r.zone)
+                                          .Add("history_tokens", r.history_demand_tokens)
+                                          .ToJson();
+          Result<EnqueueResult> job = deps_.stores->jobs.Enqueue(txn, "summarize", id, payload, now);
+          if (!job.ok()) return job.status();
+          if (job->created) {
+            MISSY_RETURN_IF_ERROR(deps_.audit->Append(
+                txn, AuditRecord{"job.queued", "context", "allow", id,
+                                 AuditDetail().Add("job_id", job->job.id).Add("kind", "summarize")}));
+          }
+        }
+        if (anchor_moved) MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(txn, id, new_anchor));
+        return deps_.audit->Append(txn, *event);
+      },
+      [this, p, id, release = std::move(release)](Status st) {
+        if (!st.ok()) {
+          release();
+          return p->done(st);
+        }
+        history_.FlagsAdded(id, p->outcome.context.report.newly_pruned_seqs, kFlagPruned);
+        release();
+        p->outcome.wrote = true;
+        p->done(std::move(p->outcome));
+      });
+}
+
+}  // namespace missy

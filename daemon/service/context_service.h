@@ -1,0 +1,74 @@
+// ContextService: builds the context an agent sends to its model (DESIGN.md §4).
+//
+// Reads the session, its history (from the HistoryCache), its top-level summaries,
+// memory hits and learnings, resolves the budget (model window, calibration), and runs
+// the pure assembler. Then, in at most ONE write transaction, persists what must be
+// durable before the answer: newly pruned flags (sticky pruning) and a summarization
+// job when one is due and none is pending, with their audit events. A context that
+// changes nothing durable is answered without waiting for any commit; its
+// `context.built` event (and the session's new anchor, so a restart keeps the prefix
+// stable) is committed by group commit afterwards and published only then.
+// Requests for one session are serialised (SessionQueue). Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "core/assembler.h"
+#include "core/calibration.h"
+#include "daemon/service/service_deps.h"
+
+namespace missy {
+
+class HistoryCache;
+class IssuedContexts;
+class SessionQueue;
+
+struct ContextRequest {
+  std::string session_id;
+  std::optional<Message> new_message;  // appended last, not stored
+  std::optional<int64_t> context_window;  // overrides the session's / model's window
+  std::optional<int64_t> max_output_tokens;
+  std::string query;  // memory search text; empty: the new (or last) user message
+};
+
+struct ContextOutcome {
+  std::string context_id;
+  AssembledContext context;
+  std::string encoding;  // the counter used
+  double factor = 1.0;
+  CalibrationState calibration;
+  int64_t raw_total = 0;         // budget before calibration
+  int64_t calibrated_total = 0;  // budget in our units after calibration
+  int64_t estimated_tokens = 0;  // what we counted for what was sent
+  int64_t calibrated_tokens = 0;
+  bool wrote = false;  // a write transaction was committed before the answer
+};
+
+class ContextService {
+ public:
+  ContextService(const ServiceDeps& deps, HistoryCache& history, SessionQueue& queue,
+                 IssuedContexts& issued);
+
+  void Build(ContextRequest request, Done<ContextOutcome> done);
+
+ private:
+  struct Prepared;
+  Result<std::shared_ptr<Prepared>> Prepare(ContextRequest& request);
+  void Assemble(std::shared_ptr<Prepared> p, std::function<void()> release);
+  std::optional<int64_t> Anchor(const std::string& session_id);
+  void SetAnchor(const std::string& session_id, int64_t seq);
+
+  ServiceDeps deps_;
+  HistoryCache& history_;
+  SessionQueue& queue_;
+  IssuedContexts& issued_;
+  std::mutex anchors_mu_;
+  // Where each session's kept history started last time (persisted too; this is the
+  // value in force while its write is pending).
+  std::unordered_map<std::string, int64_t> anchors_;
+};
+
+}  // namespace missy

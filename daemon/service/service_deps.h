@@ -1,0 +1,56 @@
+// What every use case of the service layer is built from: the stores, the clock, the
+// id source, the tokenizers, the audit bus and the current configuration. Plain
+// pointers: the daemon (or a test) owns them and outlives the services.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "config/config.h"
+#include "core/status.h"
+
+namespace missy {
+
+class AuditBus;
+class Clock;
+class Database;
+class IdSource;
+class TokenizerRegistry;
+struct Stores;
+
+// The configuration in force. Set() swaps it (reload); callers keep the snapshot they
+// took for the rest of their request. Thread-safe.
+class ConfigHolder {
+ public:
+  explicit ConfigHolder(std::shared_ptr<const DaemonConfig> config) : config_(std::move(config)) {}
+  std::shared_ptr<const DaemonConfig> Get() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return config_;
+  }
+  void Set(std::shared_ptr<const DaemonConfig> config) {
+    std::lock_guard<std::mutex> lock(mu_);
+    config_ = std::move(config);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const DaemonConfig> config_;
+};
+
+struct ServiceDeps {
+  Database* db = nullptr;
+  Stores* stores = nullptr;
+  const Clock* clock = nullptr;
+  IdSource* ids = nullptr;
+  const TokenizerRegistry* tokenizers = nullptr;  // null: every count is heuristic
+  AuditBus* audit = nullptr;
+  ConfigHolder* config = nullptr;
+};
+
+// How an asynchronous use case answers: exactly once, on any thread (often the
+// storage writer's, right after the commit). The callee must not block in it.
+template <typename T>
+using Done = std::function<void(Result<T>)>;
+
+}  // namespace missy

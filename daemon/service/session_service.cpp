@@ -1,0 +1,208 @@
+#include "daemon/service/session_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <span>
+
+#include "daemon/audit/audit_bus.h"
+#include "daemon/service/counting.h"
+#include "daemon/service/history_cache.h"
+#include "daemon/service/ports.h"
+#include "daemon/service/session_queue.h"
+#include "storage/database.h"
+#include "storage/stores.h"
+
+namespace missy {
+
+namespace {
+
+AppendOutcome Failed(Status status) {
+  AppendOutcome out;
+  out.status = std::move(status);
+  return out;
+}
+
+std::string WarningsJson(const std::vector<AppendWarning>& warnings) {
+  std::string out = "[";
+  for (size_t i = 0; i < warnings.size(); ++i) {
+    const AppendWarning& w = warnings[i];
+    if (i > 0) out += ',';
+    out += AuditDetail()
+               .Add("index", w.index)
+               .Add("tool_call_id", w.tool_call_id)
+               .Add("problem", w.problem)
+               .Add("message", w.message)
+               .ToJson();
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+bool ValidSessionId(std::string_view id) {
+  if (id.empty() || id.size() > 128) return false;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_' || c == '.' || c == ':';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+SessionService::SessionService(const ServiceDeps& deps, HistoryCache& history, SessionQueue& queue)
+    : deps_(deps), history_(history), queue_(queue) {}
+
+void SessionService::Create(Session session, std::optional<bool> strict, Done<Session> done) {
+  if (session.id.empty()) session.id = "ses_" + deps_.ids->NewId();
+  if (!ValidSessionId(session.id)) {
+    return done(
+        Status::InvalidArgument("session id must be 1-128 characters of [A-Za-z0-9._:-]", "id"));
+  }
+  session.strict = strict.value_or(deps_.config->Get()->strict);
+  session.created_at_ms = session.updated_at_ms = deps_.clock->NowMs();
+  auto stored = std::make_shared<Session>(std::move(session));
+  deps_.db->WriteAsync(
+      [this, stored](Txn& txn) -> Status {
+        Status st = deps_.stores->sessions.Create(txn, *stored);
+        if (st.code() == StatusCode::kAlreadyExists) {
+          return Status::AlreadyExists("session '" + stored->id + "' already exists", "id");
+        }
+        if (!st.ok()) return st;
+        return deps_.audit->Append(txn, AuditRecord{"session.created", "context", "allow", stored->id,
+                                                    AuditDetail()
+                                                        .Add("model", stored->model)
+                                                        .Add("strict", stored->strict)
+                                                        .Add("has_system_prompt",
+                                                             !stored->system_prompt.empty())});
+      },
+      [stored, done = std::move(done)](Status st) {
+        if (!st.ok()) return done(st);
+        spdlog::info("session {} created (model '{}')", stored->id, stored->model);
+        done(*stored);
+      });
+}
+
+Result<Session> SessionService::Get(const std::string& id) {
+  Result<Session> session = deps_.stores->sessions.Get(id);
+  if (!session.ok() && session.status().code() == StatusCode::kNotFound) {
+    return Status::NotFound("session '" + id + "' not found");
+  }
+  return session;
+}
+
+Result<std::vector<Session>> SessionService::List(const ListOptions& options) {
+  return deps_.stores->sessions.List(options);
+}
+
+Result<std::vector<StoredMessage>> SessionService::Messages(const std::string& id, int64_t after,
+                                                            int64_t limit) {
+  Result<Session> session = Get(id);
+  if (!session.ok()) return session.status();
+  return deps_.stores->messages.Load(id, after, limit);
+}
+
+void SessionService::Append(AppendRequest request, std::function<void(AppendOutcome)> done) {
+  if (request.messages.empty()) {
+    return done(Failed(Status::InvalidArgument("must not be empty", "messages")));
+  }
+  if (request.messages.size() > kMaxBatch) {
+    return done(Failed(Status::PayloadTooLarge("at most " + std::to_string(kMaxBatch) +
+                                               " messages per append")));
+  }
+  Result<Session> session = Get(request.session_id);
+  if (!session.ok()) return done(Failed(session.status()));
+  const bool strict = request.strict.value_or(session->strict);
+  const MessageTokenCounter counter = CounterFor(*deps_.config->Get(), deps_.tokenizers, *session);
+  // Counting is the expensive part: done here, before the session's queue.
+  std::vector<int64_t> tokens(request.messages.size());
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = counter.CountMessage(request.messages[i]);
+
+  struct State {
+    AppendRequest request;
+    std::vector<int64_t> tokens;
+    bool strict = false;
+    std::string encoding;
+    std::function<void(AppendOutcome)> done;
+    AppendValidation validation;
+    std::vector<StoredMessage> stored;
+  };
+  auto state = std::make_shared<State>();
+  state->request = std::move(request);
+  state->tokens = std::move(tokens);
+  state->strict = strict;
+  state->encoding = counter.counter().Name();
+  state->done = std::move(done);
+  const std::string id = state->request.session_id;
+
+  queue_.Run(id, [this, state, id](SessionQueue::Release release) {
+    // Validation needs the session's open tool calls: the suffix of its history from
+    // the last non-tool message.
+    auto history = history_.GetOrLoad(id, [&] { return deps_.stores->messages.Load(id, 0, 0); });
+    if (!history.ok()) return state->done(Failed(history.status()));
+    const std::vector<StoredMessage>& all = **history;
+    size_t from = all.size();
+    while (from > 0 && all[from - 1].message.role == Role::kTool) --from;
+    if (from > 0) --from;
+    const std::span<const StoredMessage> recent(all.data() + from, all.size() - from);
+    state->validation = ValidateAppend(DeriveOpenCallState(recent), state->request.messages);
+    if (state->strict && !state->validation.ok()) {
+      const AppendWarning& w = state->validation.warnings.front();
+      AppendOutcome out = Failed(Status::Unprocessable(
+          w.message + " (strict mode: nothing was stored; " +
+              std::to_string(state->validation.warnings.size()) + " problem(s))",
+          "messages[" + std::to_string(w.index) + "]"));
+      out.warnings = std::move(state->validation.warnings);
+      return state->done(std::move(out));
+    }
+    const int64_t now = deps_.clock->NowMs();
+    deps_.db->WriteAsync(
+        [this, state, id, now](Txn& txn) -> Status {
+          std::vector<NewMessage> batch(state->request.messages.size());
+          int64_t total = 0;
+          for (size_t i = 0; i < batch.size(); ++i) {
+            batch[i].tokens = state->tokens[i];
+            batch[i].flags = state->validation.flags[i];
+            batch[i].message = std::move(state->request.messages[i]);
+            total += batch[i].tokens;
+          }
+          Result<std::vector<StoredMessage>> rows =
+              deps_.stores->messages.Append(txn, id, std::move(batch), now);
+          if (!rows.ok()) return rows.status();
+          state->stored = std::move(*rows);
+          AuditDetail detail;
+          detail.Add("count", state->stored.size())
+              .Add("first_seq", state->stored.front().seq)
+              .Add("last_seq", state->stored.back().seq)
+              .Add("tokens", total)
+              .Add("encoding", state->encoding);
+          if (!state->validation.warnings.empty()) {
+            detail.AddJson("warnings", WarningsJson(state->validation.warnings));
+          }
+          return deps_.audit->Append(
+              txn, AuditRecord{"messages.appended", "context", "allow", id, std::move(detail)});
+        },
+        [this, state, id, release](Status st) {
+          if (!st.ok()) {
+            history_.Invalidate(id);
+            release();
+            return state->done(Failed(st));
+          }
+          AppendOutcome out;
+          out.warnings = std::move(state->validation.warnings);
+          out.encoding = state->encoding;
+          out.messages.reserve(state->stored.size());
+          for (const StoredMessage& m : state->stored) {
+            out.messages.push_back(AppendedMessage{m.seq, m.tokens, m.flags});
+          }
+          history_.Appended(id, std::move(state->stored));
+          release();
+          Result<Session> after = Get(id);
+          if (!after.ok()) return state->done(Failed(after.status()));
+          out.session = std::move(*after);
+          state->done(std::move(out));
+        });
+  });
+}
+
+}  // namespace missy

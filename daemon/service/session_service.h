@@ -1,0 +1,73 @@
+// SessionService: sessions and their messages (create, read, append).
+//
+// Append is the hot path: messages are counted in the caller's thread (the expensive
+// part, done in parallel across requests), then validated against the session's open
+// tool calls and stored in one write transaction together with their audit event.
+// Appends to one session are serialised (SessionQueue) without holding a lock across
+// the commit; the answer comes after the commit, on the writer thread. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/message.h"
+#include "core/sanitizer.h"
+#include "core/session.h"
+#include "daemon/service/service_deps.h"
+#include "storage/records.h"
+
+namespace missy {
+
+class HistoryCache;
+class SessionQueue;
+
+struct AppendRequest {
+  std::string session_id;
+  std::vector<Message> messages;  // moved into storage, never copied
+  std::optional<bool> strict;     // overrides the session's setting for this batch
+};
+
+struct AppendedMessage {
+  int64_t seq = 0;
+  int64_t tokens = 0;
+  uint32_t flags = kFlagNone;
+};
+
+struct AppendOutcome {
+  // Not ok: nothing was stored (unknown session, strict refusal, storage error).
+  Status status;
+  std::vector<AppendWarning> warnings;  // also set on a strict refusal
+  std::vector<AppendedMessage> messages;
+  std::string encoding;  // the counter used
+  Session session;       // counters after the append
+};
+
+class SessionService {
+ public:
+  static constexpr size_t kMaxBatch = 10000;
+
+  SessionService(const ServiceDeps& deps, HistoryCache& history, SessionQueue& queue);
+
+  // Creates a session: an empty id gets "ses_" + a new id; `strict` unset takes the
+  // config's default; timestamps from the clock. kAlreadyExists on a duplicate id.
+  void Create(Session session, std::optional<bool> strict, Done<Session> done);
+  Result<Session> Get(const std::string& id);  // kNotFound: "session 'x' not found"
+  Result<std::vector<Session>> List(const ListOptions& options);
+  // Messages with seq > after, at most `limit`.
+  Result<std::vector<StoredMessage>> Messages(const std::string& id, int64_t after, int64_t limit);
+
+  void Append(AppendRequest request, std::function<void(AppendOutcome)> done);
+
+ private:
+  ServiceDeps deps_;
+  HistoryCache& history_;
+  SessionQueue& queue_;
+};
+
+// A session id is 1-128 characters of [A-Za-z0-9._:-].
+bool ValidSessionId(std::string_view id);
+
+}  // namespace missy
