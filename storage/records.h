@@ -86,6 +86,11 @@ struct SearchOptions {
   bool summaries = true;
   bool messages = true;
   int snippet_tokens = 32;  // words per snippet (1..64)
+  // true: the search sees every message acknowledged before it (catching the index up
+  // first, through the writer). false: only what the writer has indexed so far (it
+  // indexes within index_idle_ms of the last write) — no wait for a commit, for paths
+  // that must not block (the context request).
+  bool wait_for_index = true;
 };
 
 // Background work (summarization). At most one queued-or-running job per

@@ -121,10 +121,10 @@ Result<std::vector<MemoryHit>> Search(Database& db, const SearchOptions& options
   // If that fails (read-only file, disk full), the rows still above the watermark are
   // indexed into a temporary table of this reader instead, so a search never misses a
   // committed message either way.
-  if (options.messages) (void)MessageIndexer::CatchUp(db);
+  if (options.messages && options.wait_for_index) (void)MessageIndexer::CatchUp(db);
   MISSY_RETURN_IF_ERROR(db.Read([&](Connection& c) -> Status {
     bool pending = false;
-    if (options.messages) {
+    if (options.messages && options.wait_for_index) {
       auto filled = MessageIndexer::IndexPendingIntoTemp(c);
       if (!filled.ok()) return filled.status();
       pending = *filled;

@@ -59,8 +59,10 @@ void AdminService::Audit(int64_t since, int limit, std::string type,
                          Done<std::vector<AuditEvent>> done) {
   auto shared_done = std::make_shared<Done<std::vector<AuditEvent>>>(std::move(done));
   deps_.audit->AfterPending([this, since, limit, type = std::move(type), shared_done](Status st) {
-    if (!st.ok()) return (*shared_done)(st);
-    (*shared_done)(deps_.stores->audit.Since(since, limit, type));
+    RunOnWorker(deps_, [this, since, limit, type, shared_done, st] {
+      if (!st.ok()) return (*shared_done)(st);
+      (*shared_done)(deps_.stores->audit.Since(since, limit, type));
+    });
   });
 }
 

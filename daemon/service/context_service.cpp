@@ -160,6 +160,7 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
     search.query = query.substr(0, 4096);
     search.exclude_session_id = id;  // this session's history is already in the context
     search.max_results = 10;
+    search.wait_for_index = false;  // never wait for a commit on the context path
     Result<std::vector<MemoryHit>> hits = missy::Search(*deps_.db, search);
     if (hits.ok()) {
       input.memory = std::move(*hits);
@@ -214,7 +215,8 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
     // Nothing durable changed: answer now; the event (and the anchor) commit afterwards.
     release();
     auto event = std::make_shared<AuditRecord>(std::move(built));
-    deps_.db->WriteAsync(
+    CommitAsync(
+        deps_,
         [this, event, id, anchor_moved, new_anchor](Txn& txn) -> Status {
           if (anchor_moved) MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(txn, id, new_anchor));
           return deps_.audit->Append(txn, *event);
@@ -230,7 +232,8 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
   // transaction, then the answer.
   auto event = std::make_shared<AuditRecord>(std::move(built));
   const int64_t now = deps_.clock->NowMs();
-  deps_.db->WriteAsync(
+  CommitAsync(
+        deps_,
       [this, p, event, id, want_job, anchor_moved, new_anchor, now](Txn& txn) -> Status {
         const ContextReport& r = p->outcome.context.report;
         if (!r.newly_pruned_seqs.empty()) {

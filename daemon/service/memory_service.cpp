@@ -24,7 +24,8 @@ void MemoryService::Add(MemoryItem item, Done<MemoryItem> done) {
   item.created_at_ms = deps_.clock->NowMs();
   auto in = std::make_shared<MemoryItem>(std::move(item));
   auto out = std::make_shared<MemoryItem>();
-  deps_.db->WriteAsync(
+  CommitAsync(
+        deps_,
       [this, in, out](Txn& txn) -> Status {
         Result<MemoryItem> stored = deps_.stores->memory.Add(txn, *in);
         if (!stored.ok()) return stored.status();
@@ -48,7 +49,8 @@ Result<std::vector<MemoryItem>> MemoryService::List(const ListOptions& options,
 
 void MemoryService::Delete(std::string id, Done<std::string> done) {
   auto shared = std::make_shared<std::string>(std::move(id));
-  deps_.db->WriteAsync(
+  CommitAsync(
+        deps_,
       [this, shared](Txn& txn) -> Status {
         MISSY_RETURN_IF_ERROR(deps_.stores->memory.Delete(txn, *shared));
         return deps_.audit->Append(
@@ -69,7 +71,8 @@ void MemoryService::AddLearning(LearningRecord learning, Done<LearningRecord> do
   learning.created_at_ms = deps_.clock->NowMs();
   auto in = std::make_shared<LearningRecord>(std::move(learning));
   auto out = std::make_shared<LearningRecord>();
-  deps_.db->WriteAsync(
+  CommitAsync(
+        deps_,
       [this, in, out](Txn& txn) -> Status {
         Result<LearningRecord> stored = deps_.stores->memory.AddLearning(txn, *in);
         if (!stored.ok()) return stored.status();

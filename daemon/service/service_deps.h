@@ -17,6 +17,8 @@ class Clock;
 class Database;
 class IdSource;
 class TokenizerRegistry;
+class Txn;
+class WorkerPool;
 struct Stores;
 
 // The configuration in force. Set() swaps it (reload); callers keep the snapshot they
@@ -46,7 +48,16 @@ struct ServiceDeps {
   const TokenizerRegistry* tokenizers = nullptr;  // null: every count is heuristic
   AuditBus* audit = nullptr;
   ConfigHolder* config = nullptr;
+  WorkerPool* workers = nullptr;  // where continuations run after a commit (null: inline)
 };
+
+// Queues `fn` for the next group commit and returns at once; `done` runs after the
+// commit (or the failure) on deps.workers — never on the storage writer's thread when
+// there is a pool, so what follows a commit does not delay the next one.
+void CommitAsync(const ServiceDeps& deps, std::function<Status(Txn&)> fn,
+                 std::function<void(Status)> done);
+// Runs `task` on deps.workers (inline when there is none).
+void RunOnWorker(const ServiceDeps& deps, std::function<void()> task);
 
 // How an asynchronous use case answers: exactly once, on any thread (often the
 // storage writer's, right after the commit). The callee must not block in it.

@@ -14,19 +14,32 @@
 #include "daemon/service/session_service.h"
 #include "daemon/service/summary_service.h"
 #include "daemon/service/usage_service.h"
+#include "daemon/service/worker_pool.h"
+#include "storage/database.h"
 
 namespace missy {
 
 struct Services {
   explicit Services(const ServiceDeps& d, size_t history_cache_bytes = HistoryCache::kDefaultMaxBytes)
-      : deps(d),
+      : deps(WithWorkers(d, &workers)),
         history(history_cache_bytes),
-        sessions(d, history, queue),
-        context(d, history, queue, issued),
-        usage(d, queue, issued),
-        memory(d),
-        summaries(d),
-        admin(d, history) {}
+        sessions(deps, history, queue),
+        context(deps, history, queue, issued),
+        usage(deps, queue, issued),
+        memory(deps),
+        summaries(deps),
+        admin(deps, history) {}
+  // Lets the writes in flight and their continuations finish (they call back into the
+  // services) before anything is destroyed.
+  ~Services() {
+    for (int i = 0; i < 3; ++i) {
+      (void)deps.db->Write([](Txn&) { return Status::Ok(); });
+      workers.Drain();
+    }
+    workers.Stop();
+  }
+  Services(const Services&) = delete;
+  Services& operator=(const Services&) = delete;
 
   ServiceDeps deps;
   HistoryCache history;
@@ -38,6 +51,13 @@ struct Services {
   MemoryService memory;
   SummaryService summaries;
   AdminService admin;
+  WorkerPool workers{2};  // last: joined first (its tasks use the members above)
+
+ private:
+  static ServiceDeps WithWorkers(ServiceDeps d, WorkerPool* pool) {
+    d.workers = pool;
+    return d;
+  }
 };
 
 }  // namespace missy

@@ -62,7 +62,8 @@ void SessionService::Create(Session session, std::optional<bool> strict, Done<Se
   session.strict = strict.value_or(deps_.config->Get()->strict);
   session.created_at_ms = session.updated_at_ms = deps_.clock->NowMs();
   auto stored = std::make_shared<Session>(std::move(session));
-  deps_.db->WriteAsync(
+  CommitAsync(
+        deps_,
       [this, stored](Txn& txn) -> Status {
         Status st = deps_.stores->sessions.Create(txn, *stored);
         if (st.code() == StatusCode::kAlreadyExists) {
@@ -156,7 +157,8 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
       return state->done(std::move(out));
     }
     const int64_t now = deps_.clock->NowMs();
-    deps_.db->WriteAsync(
+    CommitAsync(
+        deps_,
         [this, state, id, now](Txn& txn) -> Status {
           std::vector<NewMessage> batch(state->request.messages.size());
           int64_t total = 0;

@@ -57,7 +57,8 @@ Result<UncoveredHistory> SummaryService::LoadUncovered(const std::string& sessio
 void SummaryService::Commit(SummaryRecord summary, Done<SummaryRecord> done) {
   auto in = std::make_shared<SummaryRecord>(std::move(summary));
   auto out = std::make_shared<SummaryRecord>();
-  deps_.db->WriteAsync(
+  CommitAsync(
+        deps_,
       [this, in, out](Txn& txn) -> Status {
         Result<SummaryRecord> stored = deps_.stores->summaries.Insert(txn, *in);
         if (!stored.ok()) return stored.status();

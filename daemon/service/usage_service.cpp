@@ -42,7 +42,8 @@ void UsageService::Report(UsageReport report, Done<UsageOutcome> done) {
     row.ratio = out->after.ratio;
     row.samples = out->after.samples;
     row.updated_at_ms = deps_.clock->NowMs();
-    deps_.db->WriteAsync(
+    CommitAsync(
+        deps_,
         [this, r, out, row](Txn& txn) -> Status {
           MISSY_RETURN_IF_ERROR(deps_.stores->calibration.Put(txn, row));
           return deps_.audit->Append(txn, AuditRecord{"calibration.updated", "provider", "allow",
