@@ -205,7 +205,9 @@ int main(int argc, char** argv) {
     });
 
     // Maintenance: audit retention (the chain stays verifiable) and jobs whose lease ended.
-    srv->Every(std::chrono::minutes(10), [&services]() { services.admin.Maintain(); });
+    srv->Every(std::chrono::minutes(10), [&services]() {
+      services.workers.Post([&services] { services.admin.Maintain(); });
+    });
 
     (void)audit.EmitAndWait(AuditRecord{"daemon.started", "daemon", "allow", "",
                                         AuditDetail()

@@ -69,6 +69,13 @@ void AdminService::Audit(int64_t since, int limit, std::string type,
 Result<AuditVerifyReport> AdminService::VerifyAudit() { return deps_.stores->audit.Verify(); }
 
 void AdminService::ImportMissy(std::string path, Done<ImportOutcome> done) {
+  // A whole database is read and written: off the caller's (event-loop) thread.
+  RunOnWorker(deps_, [this, path = std::move(path), done = std::move(done)]() mutable {
+    ImportNow(std::move(path), std::move(done));
+  });
+}
+
+void AdminService::ImportNow(std::string path, Done<ImportOutcome> done) {
   if (path.empty()) path = deps_.config->Get()->missy_home + "/memory.db";
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {

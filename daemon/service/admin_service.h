@@ -42,10 +42,13 @@ class AdminService {
   Result<AuditVerifyReport> VerifyAudit();
   // An empty path means <missy_home>/memory.db.
   void ImportMissy(std::string path, Done<ImportOutcome> done);
-  // Audit retention and expired job leases (called every few minutes).
+  // Audit retention and expired job leases (called every few minutes; writes: call it
+  // off the event loop).
   void Maintain();
 
  private:
+  void ImportNow(std::string path, Done<ImportOutcome> done);
+
   ServiceDeps deps_;
   HistoryCache& history_;
   int64_t started_ms_ = 0;
