@@ -1,6 +1,7 @@
 // ParseConfig: YAML text -> DaemonConfig. The `context:` section is read strictly through
 // the key table (config/key_table.h); Missy's default_provider and providers are read
 // leniently; every other top-level key is ignored.
+#include <algorithm>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
@@ -294,7 +295,37 @@ Status ParseProviders(const YAML::Node& node, DaemonConfig* c) {
   return Status::Ok();
 }
 
+// The byte offset of the first invalid UTF-8 sequence, or npos.
+size_t InvalidUtf8At(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > s.size() || (n == 2 && c < 0xC2)) return i;
+    uint32_t cp = n == 1 ? c : c & (0x7F >> n);
+    for (size_t k = 1; k < n; ++k) {
+      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+        (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
+      return i;
+    }
+    i += n;
+  }
+  return std::string_view::npos;
+}
+
 Result<DaemonConfig> ParseConfigImpl(std::string_view yaml_text, const std::string& missy_home) {
+  // YAML is UTF-8; anything else would reach /v1/config as invalid JSON.
+  if (size_t bad = InvalidUtf8At(yaml_text); bad != std::string_view::npos) {
+    const size_t line = 1 + static_cast<size_t>(
+                                std::count(yaml_text.begin(), yaml_text.begin() + bad, '\n'));
+    return Status::InvalidArgument("line " + std::to_string(line) +
+                                   ": the config is not valid UTF-8 (byte " +
+                                   std::to_string(bad) + ")");
+  }
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml_text));

@@ -76,6 +76,8 @@ template <class... Lambdas>
 struct RuleVisitor : Lambdas... {
   using Lambdas::operator()...;
 };
+template <class... Lambdas>
+RuleVisitor(Lambdas...) -> RuleVisitor<Lambdas...>;  // clang 14 needs the guide
 
 struct ConfigKey {
   std::string_view path;  // below `context:`, dot-separated: "budget.total"

@@ -358,3 +358,25 @@ TEST(ConfigYamlTest, TildeAndRelativePaths) {
 
 }  // namespace
 }  // namespace missy
+
+namespace missy {
+namespace {
+
+// Found by fuzz_config: a non-UTF-8 value used to be accepted and then made /v1/config
+// invalid JSON (fuzz/regressions/fuzz_config/effective-json-invalid-utf8).
+TEST(ConfigYamlTest, RejectsTextThatIsNotUtf8NamingTheLine) {
+  for (const std::string bad : {std::string("context:\n database: \x86"),
+                                std::string("# ok\ncontext:\n  log_level: \xC0\xAF"),
+                                std::string("context:\n  data_dir: \xED\xA0\x80")}) {
+    Result<DaemonConfig> r = ParseConfig(bad, "/tmp/missy-home");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("not valid UTF-8"), std::string::npos);
+  }
+  Result<DaemonConfig> r = ParseConfig("context:\n database: \x86", "/tmp/missy-home");
+  EXPECT_NE(r.status().message().find("line 2"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(ParseConfig("context:\n  data_dir: /tmp/d\xC3\xA9j\xC3\xA0\n", "/h").ok());
+}
+
+}  // namespace
+}  // namespace missy
