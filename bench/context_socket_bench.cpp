@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   const std::string home = mkdtemp(tmpl);
   {
     FILE* f = std::fopen((home + "/config.yaml").c_str(), "w");
-    std::fputs("context:\n  log_level: warn\n", f);
+    std::fputs(getenv("MISSY_BENCH_CONFIG") ? getenv("MISSY_BENCH_CONFIG") : "context:\n  log_level: warn\n", f);
     std::fclose(f);
   }
   pid_t pid = fork();
