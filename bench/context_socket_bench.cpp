@@ -26,19 +26,26 @@ using Clock = std::chrono::steady_clock;
 
 json::array Turn(int turn, int& call) {
   json::array batch;
-  batch.push_back(json::object{{"role", "user"}, {"content", "Step " + std::to_string(turn) + ": run the tests and fix what fails."}});
+  batch.push_back(json::object{
+      {"role", "user"},
+      {"content", "Step " + std::to_string(turn) + ": run the tests and fix what fails."}});
   const std::string id = "call_" + std::to_string(++call);
   batch.push_back(json::object{
       {"role", "assistant"},
       {"content", nullptr},
-      {"tool_calls", json::array{json::object{
-                         {"id", id},
-                         {"type", "function"},
-                         {"function", json::object{{"name", "bash"}, {"arguments", R"({"command":"make test"})"}}}}}}});
+      {"tool_calls",
+       json::array{json::object{
+           {"id", id},
+           {"type", "function"},
+           {"function",
+            json::object{{"name", "bash"}, {"arguments", R"({"command":"make test"})"}}}}}}});
   std::string out;
-  for (int l = 0; l < 8 + turn % 40; ++l) out += "test_" + std::to_string(l) + " ... ok (" + std::to_string(l * 7 % 100) + " ms)\n";
+  for (int l = 0; l < 8 + turn % 40; ++l)
+    out += "test_" + std::to_string(l) + " ... ok (" + std::to_string(l * 7 % 100) + " ms)\n";
   batch.push_back(json::object{{"role", "tool"}, {"tool_call_id", id}, {"content", out}});
-  batch.push_back(json::object{{"role", "assistant"}, {"content", "All tests pass after the fix in step " + std::to_string(turn) + "."}});
+  batch.push_back(json::object{
+      {"role", "assistant"},
+      {"content", "All tests pass after the fix in step " + std::to_string(turn) + "."}});
   return batch;
 }
 
@@ -59,7 +66,9 @@ int main(int argc, char** argv) {
   const std::string home = mkdtemp(tmpl);
   {
     FILE* f = std::fopen((home + "/config.yaml").c_str(), "w");
-    std::fputs(getenv("MISSY_BENCH_CONFIG") ? getenv("MISSY_BENCH_CONFIG") : "context:\n  log_level: warn\n", f);
+    std::fputs(getenv("MISSY_BENCH_CONFIG") ? getenv("MISSY_BENCH_CONFIG")
+                                            : "context:\n  log_level: warn\n",
+               f);
     std::fclose(f);
   }
   pid_t pid = fork();
@@ -83,11 +92,14 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  std::printf("%-10s %10s %10s %10s %8s %10s\n", "messages", "append/s", "ctx p50", "ctx p99", "kept", "used");
+  std::printf("%-10s %10s %10s %10s %8s %10s\n", "messages", "append/s", "ctx p50", "ctx p99",
+              "kept", "used");
   int status = 0;
   for (int size : {1000, 10000, 100000}) {
     const std::string id = "bench" + std::to_string(size);
-    (void)conn.Call("POST", "/v1/sessions", json::serialize(json::object{{"id", id}, {"system_prompt", "You are a coding agent."}}));
+    (void)conn.Call(
+        "POST", "/v1/sessions",
+        json::serialize(json::object{{"id", id}, {"system_prompt", "You are a coding agent."}}));
     int call = 0;
     int appended = 0;
     const auto t0 = Clock::now();
@@ -97,9 +109,12 @@ int main(int argc, char** argv) {
         for (json::value& m : Turn(turn++, call)) batch.push_back(std::move(m));
         appended += 4;
       }
-      auto r = conn.Call("POST", "/v1/sessions/" + id + "/messages", json::serialize(json::object{{"messages", batch}}), std::chrono::seconds(120));
+      auto r =
+          conn.Call("POST", "/v1/sessions/" + id + "/messages",
+                    json::serialize(json::object{{"messages", batch}}), std::chrono::seconds(120));
       if (!r.ok() || r->status != 200) {
-        std::fprintf(stderr, "append failed: %s\n", r.ok() ? r->body.c_str() : r.status().ToString().c_str());
+        std::fprintf(stderr, "append failed: %s\n",
+                     r.ok() ? r->body.c_str() : r.status().ToString().c_str());
         status = 1;
         break;
       }
@@ -110,7 +125,8 @@ int main(int argc, char** argv) {
     int64_t kept = 0, used = 0;
     for (int i = 0; i < runs + 3; ++i) {
       const auto t = Clock::now();
-      auto r = conn.Call("POST", "/v1/sessions/" + id + "/context", "{}", std::chrono::seconds(120));
+      auto r =
+          conn.Call("POST", "/v1/sessions/" + id + "/context", "{}", std::chrono::seconds(120));
       const double elapsed = std::chrono::duration<double, std::milli>(Clock::now() - t).count();
       if (!r.ok() || r->status != 200) {
         std::fprintf(stderr, "context failed\n");
@@ -123,8 +139,9 @@ int main(int argc, char** argv) {
       used = v.at("budget").at("used_tokens").to_number<int64_t>();
     }
     if (ms.empty()) break;
-    std::printf("%-10d %10.0f %8.2fms %8.2fms %8lld %10lld\n", size, appended / append_s, Percentile(ms, 0.5),
-                Percentile(ms, 0.99), static_cast<long long>(kept), static_cast<long long>(used));
+    std::printf("%-10d %10.0f %8.2fms %8.2fms %8lld %10lld\n", size, appended / append_s,
+                Percentile(ms, 0.5), Percentile(ms, 0.99), static_cast<long long>(kept),
+                static_cast<long long>(used));
     std::fflush(stdout);
   }
   kill(pid, SIGTERM);

@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "core/bpe_encoding.h"
 #include "config/tokenizers.h"
+#include "core/bpe_encoding.h"
 
 namespace fs = std::filesystem;
 using missy::TokenizerRegistry;

@@ -1,9 +1,9 @@
 // ParseConfig: YAML text -> DaemonConfig. The `context:` section is read strictly through
 // the key table (config/key_table.h); Missy's default_provider and providers are read
 // leniently; every other top-level key is ignored.
-#include <algorithm>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <exception>
@@ -320,11 +320,11 @@ size_t InvalidUtf8At(std::string_view s) {
 Result<DaemonConfig> ParseConfigImpl(std::string_view yaml_text, const std::string& missy_home) {
   // YAML is UTF-8; anything else would reach /v1/config as invalid JSON.
   if (size_t bad = InvalidUtf8At(yaml_text); bad != std::string_view::npos) {
-    const size_t line = 1 + static_cast<size_t>(
-                                std::count(yaml_text.begin(), yaml_text.begin() + bad, '\n'));
+    const size_t line =
+        1 + static_cast<size_t>(std::count(yaml_text.begin(), yaml_text.begin() + bad, '\n'));
     return Status::InvalidArgument("line " + std::to_string(line) +
-                                   ": the config is not valid UTF-8 (byte " +
-                                   std::to_string(bad) + ")");
+                                   ": the config is not valid UTF-8 (byte " + std::to_string(bad) +
+                                   ")");
   }
   YAML::Node root;
   try {

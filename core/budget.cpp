@@ -42,11 +42,10 @@ Status TokenBudget::Validate() const {
     return Status::InvalidArgument("must not be negative", "fresh_tail_count");
   }
   if (system_reserve + tool_definitions_reserve > total) {
-    return Status::InvalidArgument(
-        "system_reserve + tool_definitions_reserve (" +
-            std::to_string(system_reserve + tool_definitions_reserve) + ") exceed total (" +
-            std::to_string(total) + ")",
-        "system_reserve");
+    return Status::InvalidArgument("system_reserve + tool_definitions_reserve (" +
+                                       std::to_string(system_reserve + tool_definitions_reserve) +
+                                       ") exceed total (" + std::to_string(total) + ")",
+                                   "system_reserve");
   }
   return Status::Ok();
 }

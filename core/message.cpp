@@ -8,10 +8,14 @@ namespace json = boost::json;
 
 std::string_view RoleName(Role role) {
   switch (role) {
-    case Role::kSystem: return "system";
-    case Role::kUser: return "user";
-    case Role::kAssistant: return "assistant";
-    case Role::kTool: return "tool";
+    case Role::kSystem:
+      return "system";
+    case Role::kUser:
+      return "user";
+    case Role::kAssistant:
+      return "assistant";
+    case Role::kTool:
+      return "tool";
   }
   return "user";
 }
@@ -84,14 +88,20 @@ namespace {
 
 std::string KindOf(const json::value& v) {
   switch (v.kind()) {
-    case json::kind::null: return "null";
-    case json::kind::bool_: return "a boolean";
+    case json::kind::null:
+      return "null";
+    case json::kind::bool_:
+      return "a boolean";
     case json::kind::int64:
     case json::kind::uint64:
-    case json::kind::double_: return "a number";
-    case json::kind::string: return "a string";
-    case json::kind::array: return "an array";
-    case json::kind::object: return "an object";
+    case json::kind::double_:
+      return "a number";
+    case json::kind::string:
+      return "a string";
+    case json::kind::array:
+      return "an array";
+    case json::kind::object:
+      return "an object";
   }
   return "a value";
 }
@@ -147,9 +157,9 @@ Status ParseContentPart(const json::value& v, const std::string& field, ContentP
     part.image_url.assign(url->get_string().begin(), url->get_string().end());
     return OptionalString(image->get_object(), "detail", field + ".image_url", part.detail);
   }
-  return Status::InvalidArgument("unknown content part type '" + std::string(t) +
-                                     "' (expected text or image_url)",
-                                 field + ".type");
+  return Status::InvalidArgument(
+      "unknown content part type '" + std::string(t) + "' (expected text or image_url)",
+      field + ".type");
 }
 
 Status ParseContent(const json::value& v, const std::string& field, Message& m) {
@@ -239,8 +249,8 @@ Result<Message> ParseMessage(const json::value& v, std::string_view field_view) 
     const json::array& a = calls->get_array();
     m.tool_calls.resize(a.size());
     for (size_t i = 0; i < a.size(); ++i) {
-      MISSY_RETURN_IF_ERROR(ParseToolCall(
-          a[i], field + ".tool_calls[" + std::to_string(i) + "]", m.tool_calls[i]));
+      MISSY_RETURN_IF_ERROR(
+          ParseToolCall(a[i], field + ".tool_calls[" + std::to_string(i) + "]", m.tool_calls[i]));
     }
   }
 
@@ -259,9 +269,9 @@ Result<Message> ParseMessage(const json::value& v, std::string_view field_view) 
   MISSY_RETURN_IF_ERROR(OptionalString(o, "tool_call_id", field, m.tool_call_id));
   if (m.role == Role::kTool && m.tool_call_id.empty()) {
     const bool present = o.contains("tool_call_id");
-    return Status::InvalidArgument(present ? "tool_call_id must not be empty"
-                                           : "tool messages need a tool_call_id",
-                                   field + ".tool_call_id");
+    return Status::InvalidArgument(
+        present ? "tool_call_id must not be empty" : "tool messages need a tool_call_id",
+        field + ".tool_call_id");
   }
   if (m.role != Role::kTool && !m.tool_call_id.empty()) {
     return Status::InvalidArgument(
@@ -276,9 +286,12 @@ namespace {
 
 json::value ContentToJson(const Message& m) {
   switch (m.content_form) {
-    case ContentForm::kNull: return nullptr;
-    case ContentForm::kString: return json::string(m.text);
-    case ContentForm::kParts: break;
+    case ContentForm::kNull:
+      return nullptr;
+    case ContentForm::kString:
+      return json::string(m.text);
+    case ContentForm::kParts:
+      break;
   }
   json::array parts;
   parts.reserve(m.parts.size());
@@ -298,10 +311,10 @@ json::array ToolCallsToJson(const std::vector<ToolCall>& calls) {
   json::array out;
   out.reserve(calls.size());
   for (const ToolCall& c : calls) {
-    out.push_back(json::object{
-        {"id", c.id},
-        {"type", c.type},
-        {"function", json::object{{"name", c.name}, {"arguments", c.arguments}}}});
+    out.push_back(
+        json::object{{"id", c.id},
+                     {"type", c.type},
+                     {"function", json::object{{"name", c.name}, {"arguments", c.arguments}}}});
   }
   return out;
 }

@@ -4,13 +4,12 @@
 // stay parts, null content stays null).
 #pragma once
 
+#include <boost/json/fwd.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <boost/json/fwd.hpp>
 
 #include "core/status.h"
 
@@ -43,8 +42,8 @@ enum class ContentForm { kNull, kString, kParts };
 struct Message {
   Role role = Role::kUser;
   ContentForm content_form = ContentForm::kString;
-  std::string text;                // content when content_form == kString
-  std::vector<ContentPart> parts;  // content when content_form == kParts
+  std::string text;                  // content when content_form == kString
+  std::vector<ContentPart> parts;    // content when content_form == kParts
   std::vector<ToolCall> tool_calls;  // assistant only
   std::string tool_call_id;          // tool only (required there)
   std::string name;                  // optional (tool name, or participant name)
@@ -68,18 +67,18 @@ Result<Message> ParseMessage(const boost::json::value& v, std::string_view field
 boost::json::object MessageToJson(const Message& m);
 
 // Content and tool calls as JSON text, the form storage keeps them in.
-std::string ContentToJsonText(const Message& m);              // "\"hi\"", "[...]" or "null"
-Status ContentFromJsonText(std::string_view json, Message& m);  // inverse
+std::string ContentToJsonText(const Message& m);                      // "\"hi\"", "[...]" or "null"
+Status ContentFromJsonText(std::string_view json, Message& m);        // inverse
 std::string ToolCallsToJsonText(const std::vector<ToolCall>& calls);  // "[]" when none
 Result<std::vector<ToolCall>> ToolCallsFromJsonText(std::string_view json);
 
 // Flags stored with a message (bit set).
 enum MessageFlags : uint32_t {
   kFlagNone = 0,
-  kFlagPruned = 1u << 0,          // old tool output replaced in contexts (sticky)
-  kFlagOrphanResult = 1u << 1,    // tool result answering no open call
-  kFlagDuplicateResult = 1u << 2, // second result for the same call
-  kFlagUnansweredCall = 1u << 3,  // assistant call left unanswered before a new message
+  kFlagPruned = 1u << 0,           // old tool output replaced in contexts (sticky)
+  kFlagOrphanResult = 1u << 1,     // tool result answering no open call
+  kFlagDuplicateResult = 1u << 2,  // second result for the same call
+  kFlagUnansweredCall = 1u << 3,   // assistant call left unanswered before a new message
 };
 
 // A message as stored: its position and cached token count.

@@ -14,16 +14,16 @@ namespace missy {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   // 400: the request is malformed or a value is wrong.
-  kNotFound,          // 404
-  kAlreadyExists,     // 409
-  kConflict,          // 409: state does not allow the operation.
-  kPayloadTooLarge,   // 413
-  kUnprocessable,     // 422: well-formed but refused (strict mode, invariants).
-  kContextOverflow,   // 422: even the minimum context does not fit the budget.
-  kUnavailable,       // 503: temporarily cannot serve (disk full, read-only DB).
-  kCorruption,        // 500: stored data is damaged or from a newer version.
-  kInternal,          // 500
+  kInvalidArgument,  // 400: the request is malformed or a value is wrong.
+  kNotFound,         // 404
+  kAlreadyExists,    // 409
+  kConflict,         // 409: state does not allow the operation.
+  kPayloadTooLarge,  // 413
+  kUnprocessable,    // 422: well-formed but refused (strict mode, invariants).
+  kContextOverflow,  // 422: even the minimum context does not fit the budget.
+  kUnavailable,      // 503: temporarily cannot serve (disk full, read-only DB).
+  kCorruption,       // 500: stored data is damaged or from a newer version.
+  kInternal,         // 500
 };
 
 class [[nodiscard]] Status {
@@ -81,7 +81,7 @@ std::string_view ApiCodeOf(StatusCode code);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT
     assert(!std::get<Status>(v_).ok() && "Result built from an ok Status");
   }
@@ -106,8 +106,8 @@ class [[nodiscard]] Result {
 }  // namespace missy
 
 // Early-return helpers for code that propagates errors.
-#define MISSY_RETURN_IF_ERROR(expr)            \
-  do {                                         \
-    ::missy::Status missy_status_ = (expr);    \
+#define MISSY_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::missy::Status missy_status_ = (expr);        \
     if (!missy_status_.ok()) return missy_status_; \
   } while (0)

@@ -1,10 +1,9 @@
 // missyd: the context-window daemon. A thin main: parse arguments, load config, build
 // the subsystems in order, report READY, run the loop, exit 0 on SIGTERM/SIGINT.
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -112,7 +111,8 @@ int main(int argc, char** argv) {
     spdlog::info("missyd {} starting (config {})", kVersion, config_path);
 
     std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(config->database_path).parent_path(), ec);
+    std::filesystem::create_directories(std::filesystem::path(config->database_path).parent_path(),
+                                        ec);
     Result<std::unique_ptr<Database>> db = Database::Open(config->database_path);
     if (!db.ok()) {
       spdlog::critical("cannot open database: {}", db.status().ToString());
@@ -161,9 +161,9 @@ int main(int argc, char** argv) {
     net.subscriber_buffer_bytes = static_cast<size_t>(config->limits.audit_client_buffer_bytes);
     net.on_security_event = [&audit](const std::string& what, uint32_t uid, int32_t pid) {
       spdlog::warn("refused connection: {} (uid {}, pid {})", what, uid, pid);
-      audit.Emit(AuditRecord{"connection.refused", "security", "deny", "",
-                             AuditDetail().Add("reason", what).Add("uid", int64_t{uid}).Add(
-                                 "pid", int64_t{pid})});
+      audit.Emit(AuditRecord{
+          "connection.refused", "security", "deny", "",
+          AuditDetail().Add("reason", what).Add("uid", int64_t{uid}).Add("pid", int64_t{pid})});
     };
     BacklogProvider backlog = [&audit](const SubscribeRequest& req, int64_t after_seq,
                                        size_t max_lines, int64_t* last_seq_seen) {
@@ -190,9 +190,9 @@ int main(int argc, char** argv) {
       Result<DaemonConfig> fresh = LoadConfigFile(config_path, home);
       if (!fresh.ok()) {
         spdlog::error("reload failed, keeping the current config: {}", fresh.status().message());
-        audit.Emit(AuditRecord{"config.reload_failed", "daemon", "error", "",
-                               AuditDetail().Add("path", config_path).Add(
-                                   "error", fresh.status().message())});
+        audit.Emit(AuditRecord{
+            "config.reload_failed", "daemon", "error", "",
+            AuditDetail().Add("path", config_path).Add("error", fresh.status().message())});
         return;
       }
       auto next = std::make_shared<DaemonConfig>(std::move(*fresh));

@@ -102,9 +102,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const HttpResponse r = Call(method, target, std::move(body));
   const int s = r.status;
-  MISSY_FUZZ_CHECK(s == 200 || s == 201 || s == 400 || s == 404 || s == 405 || s == 409 ||
-                       s == 413 || s == 422,
-                   "unexpected status " + std::to_string(s) + " for " + line + ": " + r.body);
+  MISSY_FUZZ_CHECK(
+      s == 200 || s == 201 || s == 400 || s == 404 || s == 405 || s == 409 || s == 413 || s == 422,
+      "unexpected status " + std::to_string(s) + " for " + line + ": " + r.body);
   boost::system::error_code ec;
   const json::value v = json::parse(r.body, ec);
   MISSY_FUZZ_CHECK(!ec && v.is_object(), "body is not a JSON object for " + line + ": " + r.body);
@@ -113,8 +113,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     MISSY_FUZZ_CHECK(e != nullptr && e->is_object(), "error body without error: " + r.body);
     for (const char* key : {"code", "message", "field"}) {
       const json::value* m = e->get_object().if_contains(key);
-      MISSY_FUZZ_CHECK(m != nullptr && m->is_string(), std::string("error.") + key +
-                                                           " missing or not a string: " + r.body);
+      MISSY_FUZZ_CHECK(m != nullptr && m->is_string(),
+                       std::string("error.") + key + " missing or not a string: " + r.body);
     }
   }
   return 0;

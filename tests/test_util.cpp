@@ -35,7 +35,9 @@ void WriteFileOrDie(const std::string& path, const std::string& content) {
   out << content;
 }
 
-std::string TestDataPath(const std::string& name) { return std::string(MISSY_TEST_DATA_DIR) + "/" + name; }
+std::string TestDataPath(const std::string& name) {
+  return std::string(MISSY_TEST_DATA_DIR) + "/" + name;
+}
 
 std::string TrajectoryPath(const std::string& name) {
   std::filesystem::path p =

@@ -14,11 +14,19 @@ namespace missy {
 class AuditDetail {
  public:
   AuditDetail& Add(std::string_view key, std::string_view value);
-  AuditDetail& Add(std::string_view key, const char* value) { return Add(key, std::string_view(value)); }
-  AuditDetail& Add(std::string_view key, const std::string& value) { return Add(key, std::string_view(value)); }
+  AuditDetail& Add(std::string_view key, const char* value) {
+    return Add(key, std::string_view(value));
+  }
+  AuditDetail& Add(std::string_view key, const std::string& value) {
+    return Add(key, std::string_view(value));
+  }
   AuditDetail& Add(std::string_view key, int64_t value);
-  AuditDetail& Add(std::string_view key, int value) { return Add(key, static_cast<int64_t>(value)); }
-  AuditDetail& Add(std::string_view key, size_t value) { return Add(key, static_cast<int64_t>(value)); }
+  AuditDetail& Add(std::string_view key, int value) {
+    return Add(key, static_cast<int64_t>(value));
+  }
+  AuditDetail& Add(std::string_view key, size_t value) {
+    return Add(key, static_cast<int64_t>(value));
+  }
   AuditDetail& Add(std::string_view key, double value);
   AuditDetail& Add(std::string_view key, bool value);
   AuditDetail& Add(std::string_view key, const std::vector<std::string>& values);

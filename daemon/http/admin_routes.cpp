@@ -12,25 +12,23 @@ void Api::AddAdminRoutes() {
   router_.Add("GET", "/v1/health", [this, &s](const std::shared_ptr<Call>& call) {
     auto cfg = s.deps.config->Get();
     const HealthFigures h = s.admin.Health();
-    call->Reply(200, json::object{{"status", "ok"},
-                                  {"version", version_},
-                                  {"uptime_ms", h.uptime_ms},
-                                  {"requests", requests_.load()},
-                                  {"schema_version", h.schema_version},
-                                  {"socket", cfg->socket_path},
-                                  {"audit_socket", cfg->audit_socket_path},
-                                  {"memory", json::object{{"rss_bytes", h.rss_bytes},
-                                                          {"limit_mb", cfg->limits.memory_mb},
-                                                          {"history_cache",
-                                                           json::object{
-                                                               {"sessions", h.cached_sessions},
+    call->Reply(200, json::object{
+                         {"status", "ok"},
+                         {"version", version_},
+                         {"uptime_ms", h.uptime_ms},
+                         {"requests", requests_.load()},
+                         {"schema_version", h.schema_version},
+                         {"socket", cfg->socket_path},
+                         {"audit_socket", cfg->audit_socket_path},
+                         {"memory", json::object{{"rss_bytes", h.rss_bytes},
+                                                 {"limit_mb", cfg->limits.memory_mb},
+                                                 {"history_cache",
+                                                  json::object{{"sessions", h.cached_sessions},
                                                                {"messages", h.cached_messages},
                                                                {"bytes", h.cached_bytes},
                                                                {"max_bytes", h.cache_max_bytes}}}}},
-                                  {"storage", json::object{{"write_transactions",
-                                                            h.write_transactions},
-                                                           {"commits_with_fsync",
-                                                            h.commits_with_fsync}}}});
+                         {"storage", json::object{{"write_transactions", h.write_transactions},
+                                                  {"commits_with_fsync", h.commits_with_fsync}}}});
   });
 
   router_.Add("GET", "/v1/config", [&s](const std::shared_ptr<Call>& call) {
@@ -76,14 +74,15 @@ void Api::AddAdminRoutes() {
     call->Reply(200, json::object{{"jobs", std::move(out)}});
   });
 
-  router_.Add("GET", "/v1/sessions/{session_id}/summaries", [&s](const std::shared_ptr<Call>& call) {
-    const std::string& id = call->params[0];
-    Result<std::vector<SummaryRecord>> list = s.summaries.List(id);
-    if (!list.ok()) return call->Fail(list.status(), id);
-    json::array out;
-    for (const SummaryRecord& r : *list) out.push_back(SummaryToJson(r));
-    call->Reply(200, json::object{{"session_id", id}, {"summaries", std::move(out)}});
-  });
+  router_.Add("GET", "/v1/sessions/{session_id}/summaries",
+              [&s](const std::shared_ptr<Call>& call) {
+                const std::string& id = call->params[0];
+                Result<std::vector<SummaryRecord>> list = s.summaries.List(id);
+                if (!list.ok()) return call->Fail(list.status(), id);
+                json::array out;
+                for (const SummaryRecord& r : *list) out.push_back(SummaryToJson(r));
+                call->Reply(200, json::object{{"session_id", id}, {"summaries", std::move(out)}});
+              });
 
   router_.Add("GET", "/v1/summaries/{id}", [&s](const std::shared_ptr<Call>& call) {
     Result<SummaryExpansion> e = s.summaries.Expand(call->params[0]);

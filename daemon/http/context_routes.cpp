@@ -67,7 +67,8 @@ void Api::AddContextRoutes() {
     report.prompt_tokens = -1;
     Status st = CheckKnownKeys(*body, {"context_id", "prompt_tokens", "completion_tokens"});
     if (st.ok()) st = OptString(*body, "context_id", report.context_id);
-    if (st.ok() && report.context_id.empty()) st = Status::InvalidArgument("is required", "context_id");
+    if (st.ok() && report.context_id.empty())
+      st = Status::InvalidArgument("is required", "context_id");
     if (st.ok()) st = OptInt(*body, "prompt_tokens", 1, int64_t{1} << 40, report.prompt_tokens);
     if (st.ok() && report.prompt_tokens < 0) {
       st = Status::InvalidArgument("is required", "prompt_tokens");

@@ -2,7 +2,6 @@
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
-
 #include <charconv>
 
 namespace missy::http {
@@ -38,7 +37,8 @@ RequestTarget ParseTarget(std::string_view target) {
   while (start <= path.size()) {
     size_t slash = path.find('/', start);
     if (slash == std::string_view::npos) slash = path.size();
-    if (slash > start) t.segments.push_back(PercentDecode(path.substr(start, slash - start), false));
+    if (slash > start)
+      t.segments.push_back(PercentDecode(path.substr(start, slash - start), false));
     start = slash + 1;
   }
   if (q != std::string_view::npos) {
@@ -64,7 +64,8 @@ HttpResponse JsonResponse(int status, const json::value& body) {
   return r;
 }
 
-json::object ErrorBody(std::string_view code, const std::string& message, const std::string& field) {
+json::object ErrorBody(std::string_view code, const std::string& message,
+                       const std::string& field) {
   return json::object{
       {"error", json::object{{"code", code}, {"message", message}, {"field", field}}}};
 }
@@ -170,7 +171,8 @@ Status OptInt(const json::object& o, std::string_view key, int64_t min, int64_t 
 Status OptStrings(const json::object& o, std::string_view key, std::vector<std::string>& out) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr || v->is_null()) return Status::Ok();
-  if (!v->is_array()) return Status::InvalidArgument("expected an array of strings", std::string(key));
+  if (!v->is_array())
+    return Status::InvalidArgument("expected an array of strings", std::string(key));
   for (size_t i = 0; i < v->get_array().size(); ++i) {
     const json::value& e = v->get_array()[i];
     if (!e.is_string()) {

@@ -5,7 +5,6 @@
 
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
-
 #include <cstdint>
 #include <initializer_list>
 #include <optional>

@@ -55,8 +55,8 @@ bool Router::Match(const Route& route, const std::vector<std::string>& segments,
 
 void Router::Handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange) const {
   RequestTarget target = ParseTarget(request.target);
-  auto call = std::make_shared<Call>(std::move(request), std::move(target), std::move(exchange),
-                                     audit_);
+  auto call =
+      std::make_shared<Call>(std::move(request), std::move(target), std::move(exchange), audit_);
   const std::vector<std::string>& segments = call->target.segments;
   std::string allowed;
   std::vector<std::string> params;
@@ -70,8 +70,8 @@ void Router::Handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange)
     }
     for (size_t i = 0; i < route.segments.size(); ++i) {
       if (route.segments[i] == "{session_id}" && !ValidSessionId(segments[i])) {
-        return call->Fail(
-            Status::InvalidArgument("session id must be 1-128 characters of [A-Za-z0-9._:-]", "id"));
+        return call->Fail(Status::InvalidArgument(
+            "session id must be 1-128 characters of [A-Za-z0-9._:-]", "id"));
       }
     }
     call->params = std::move(params);

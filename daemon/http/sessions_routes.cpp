@@ -117,36 +117,37 @@ void Api::AddSessionRoutes() {
     call->Reply(200, json::object{{"session_id", id}, {"messages", std::move(out)}});
   });
 
-  router_.Add("POST", "/v1/sessions/{session_id}/messages", [&s](const std::shared_ptr<Call>& call) {
-    const std::string id = call->params[0];
-    Result<json::object> body = ParseBody(call->request.body, /*empty_ok=*/false);
-    if (!body.ok()) return call->Fail(body.status(), id);
-    call->request.body.clear();
-    call->request.body.shrink_to_fit();
-    AppendRequest request;
-    request.session_id = id;
-    if (Status st = ParseAppend(*body, request); !st.ok()) return call->Fail(st, id);
-    s.sessions.Append(std::move(request), [call, id](AppendOutcome out) {
-      if (!out.status.ok()) {
-        json::object extra;
-        if (!out.warnings.empty()) extra["warnings"] = WarningsJson(out.warnings);
-        return call->Fail(out.status, id, out.warnings.empty() ? nullptr : &extra);
-      }
-      json::array rows;
-      for (const AppendedMessage& m : out.messages) {
-        json::object row{{"seq", m.seq}, {"tokens", m.tokens}};
-        if (m.flags != kFlagNone) row["flags"] = FlagNames(m.flags);
-        rows.push_back(std::move(row));
-      }
-      call->Reply(200, json::object{{"session_id", id},
-                                    {"appended", out.messages.size()},
-                                    {"messages", std::move(rows)},
-                                    {"warnings", WarningsJson(out.warnings)},
-                                    {"message_count", out.session.message_count},
-                                    {"total_tokens", out.session.total_tokens},
-                                    {"last_seq", out.session.last_seq}});
-    });
-  });
+  router_.Add("POST", "/v1/sessions/{session_id}/messages",
+              [&s](const std::shared_ptr<Call>& call) {
+                const std::string id = call->params[0];
+                Result<json::object> body = ParseBody(call->request.body, /*empty_ok=*/false);
+                if (!body.ok()) return call->Fail(body.status(), id);
+                call->request.body.clear();
+                call->request.body.shrink_to_fit();
+                AppendRequest request;
+                request.session_id = id;
+                if (Status st = ParseAppend(*body, request); !st.ok()) return call->Fail(st, id);
+                s.sessions.Append(std::move(request), [call, id](AppendOutcome out) {
+                  if (!out.status.ok()) {
+                    json::object extra;
+                    if (!out.warnings.empty()) extra["warnings"] = WarningsJson(out.warnings);
+                    return call->Fail(out.status, id, out.warnings.empty() ? nullptr : &extra);
+                  }
+                  json::array rows;
+                  for (const AppendedMessage& m : out.messages) {
+                    json::object row{{"seq", m.seq}, {"tokens", m.tokens}};
+                    if (m.flags != kFlagNone) row["flags"] = FlagNames(m.flags);
+                    rows.push_back(std::move(row));
+                  }
+                  call->Reply(200, json::object{{"session_id", id},
+                                                {"appended", out.messages.size()},
+                                                {"messages", std::move(rows)},
+                                                {"warnings", WarningsJson(out.warnings)},
+                                                {"message_count", out.session.message_count},
+                                                {"total_tokens", out.session.total_tokens},
+                                                {"last_seq", out.session.last_seq}});
+                });
+              });
 }
 
 }  // namespace missy::http

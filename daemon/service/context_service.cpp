@@ -131,9 +131,8 @@ void ContextService::Build(ContextRequest request, Done<ContextOutcome> done) {
   if (!prepared.ok()) return done(prepared.status());
   std::shared_ptr<Prepared> p = std::move(*prepared);
   p->done = std::move(done);
-  queue_.Run(p->session.id, [this, p](SessionQueue::Release release) {
-    Assemble(p, std::move(release));
-  });
+  queue_.Run(p->session.id,
+             [this, p](SessionQueue::Release release) { Assemble(p, std::move(release)); });
 }
 
 void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()> release) {
@@ -218,7 +217,8 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
     CommitAsync(
         deps_,
         [this, event, id, anchor_moved, new_anchor](Txn& txn) -> Status {
-          if (anchor_moved) MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(txn, id, new_anchor));
+          if (anchor_moved)
+            MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(txn, id, new_anchor));
           return deps_.audit->Append(txn, *event);
         },
         [id](Status st) {
@@ -233,7 +233,7 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
   auto event = std::make_shared<AuditRecord>(std::move(built));
   const int64_t now = deps_.clock->NowMs();
   CommitAsync(
-        deps_,
+      deps_,
       [this, p, event, id, want_job, anchor_moved, new_anchor, now](Txn& txn) -> Status {
         const ContextReport& r = p->outcome.context.report;
         if (!r.newly_pruned_seqs.empty()) {
@@ -250,15 +250,18 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
                                           .Add("reason", r.zone)
                                           .Add("history_tokens", r.history_demand_tokens)
                                           .ToJson();
-          Result<EnqueueResult> job = deps_.stores->jobs.Enqueue(txn, "summarize", id, payload, now);
+          Result<EnqueueResult> job =
+              deps_.stores->jobs.Enqueue(txn, "summarize", id, payload, now);
           if (!job.ok()) return job.status();
           if (job->created) {
             MISSY_RETURN_IF_ERROR(deps_.audit->Append(
-                txn, AuditRecord{"job.queued", "context", "allow", id,
-                                 AuditDetail().Add("job_id", job->job.id).Add("kind", "summarize")}));
+                txn,
+                AuditRecord{"job.queued", "context", "allow", id,
+                            AuditDetail().Add("job_id", job->job.id).Add("kind", "summarize")}));
           }
         }
-        if (anchor_moved) MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(txn, id, new_anchor));
+        if (anchor_moved)
+          MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(txn, id, new_anchor));
         return deps_.audit->Append(txn, *event);
       },
       [this, p, id, release = std::move(release)](Status st) {

@@ -28,7 +28,7 @@ class SessionQueue;
 
 struct ContextRequest {
   std::string session_id;
-  std::optional<Message> new_message;  // appended last, not stored
+  std::optional<Message> new_message;     // appended last, not stored
   std::optional<int64_t> context_window;  // overrides the session's / model's window
   std::optional<int64_t> max_output_tokens;
   std::string query;  // memory search text; empty: the new (or last) user message

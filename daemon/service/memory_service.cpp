@@ -25,14 +25,14 @@ void MemoryService::Add(MemoryItem item, Done<MemoryItem> done) {
   auto in = std::make_shared<MemoryItem>(std::move(item));
   auto out = std::make_shared<MemoryItem>();
   CommitAsync(
-        deps_,
+      deps_,
       [this, in, out](Txn& txn) -> Status {
         Result<MemoryItem> stored = deps_.stores->memory.Add(txn, *in);
         if (!stored.ok()) return stored.status();
         *out = std::move(*stored);
-        return deps_.audit->Append(txn, AuditRecord{"memory.added", "memory", "allow", out->session_id,
-                                                    AuditDetail().Add("id", out->id).Add(
-                                                        "chars", out->text.size())});
+        return deps_.audit->Append(
+            txn, AuditRecord{"memory.added", "memory", "allow", out->session_id,
+                             AuditDetail().Add("id", out->id).Add("chars", out->text.size())});
       },
       [out, done = std::move(done)](Status st) {
         if (!st.ok()) return done(st);
@@ -40,7 +40,9 @@ void MemoryService::Add(MemoryItem item, Done<MemoryItem> done) {
       });
 }
 
-Result<MemoryItem> MemoryService::Get(const std::string& id) { return deps_.stores->memory.Get(id); }
+Result<MemoryItem> MemoryService::Get(const std::string& id) {
+  return deps_.stores->memory.Get(id);
+}
 
 Result<std::vector<MemoryItem>> MemoryService::List(const ListOptions& options,
                                                     const std::string& session_id) {
@@ -50,11 +52,11 @@ Result<std::vector<MemoryItem>> MemoryService::List(const ListOptions& options,
 void MemoryService::Delete(std::string id, Done<std::string> done) {
   auto shared = std::make_shared<std::string>(std::move(id));
   CommitAsync(
-        deps_,
+      deps_,
       [this, shared](Txn& txn) -> Status {
         MISSY_RETURN_IF_ERROR(deps_.stores->memory.Delete(txn, *shared));
-        return deps_.audit->Append(
-            txn, AuditRecord{"memory.deleted", "memory", "allow", "", AuditDetail().Add("id", *shared)});
+        return deps_.audit->Append(txn, AuditRecord{"memory.deleted", "memory", "allow", "",
+                                                    AuditDetail().Add("id", *shared)});
       },
       [shared, done = std::move(done)](Status st) {
         if (!st.ok()) return done(st);
@@ -72,7 +74,7 @@ void MemoryService::AddLearning(LearningRecord learning, Done<LearningRecord> do
   auto in = std::make_shared<LearningRecord>(std::move(learning));
   auto out = std::make_shared<LearningRecord>();
   CommitAsync(
-        deps_,
+      deps_,
       [this, in, out](Txn& txn) -> Status {
         Result<LearningRecord> stored = deps_.stores->memory.AddLearning(txn, *in);
         if (!stored.ok()) return stored.status();

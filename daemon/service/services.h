@@ -20,7 +20,8 @@
 namespace missy {
 
 struct Services {
-  explicit Services(const ServiceDeps& d, size_t history_cache_bytes = HistoryCache::kDefaultMaxBytes)
+  explicit Services(const ServiceDeps& d,
+                    size_t history_cache_bytes = HistoryCache::kDefaultMaxBytes)
       : deps(WithWorkers(d, &workers)),
         history(history_cache_bytes),
         sessions(deps, history, queue),

@@ -63,19 +63,19 @@ void SessionService::Create(Session session, std::optional<bool> strict, Done<Se
   session.created_at_ms = session.updated_at_ms = deps_.clock->NowMs();
   auto stored = std::make_shared<Session>(std::move(session));
   CommitAsync(
-        deps_,
+      deps_,
       [this, stored](Txn& txn) -> Status {
         Status st = deps_.stores->sessions.Create(txn, *stored);
         if (st.code() == StatusCode::kAlreadyExists) {
           return Status::AlreadyExists("session '" + stored->id + "' already exists", "id");
         }
         if (!st.ok()) return st;
-        return deps_.audit->Append(txn, AuditRecord{"session.created", "context", "allow", stored->id,
-                                                    AuditDetail()
-                                                        .Add("model", stored->model)
-                                                        .Add("strict", stored->strict)
-                                                        .Add("has_system_prompt",
-                                                             !stored->system_prompt.empty())});
+        return deps_.audit->Append(
+            txn, AuditRecord{"session.created", "context", "allow", stored->id,
+                             AuditDetail()
+                                 .Add("model", stored->model)
+                                 .Add("strict", stored->strict)
+                                 .Add("has_system_prompt", !stored->system_prompt.empty())});
       },
       [stored, done = std::move(done)](Status st) {
         if (!st.ok()) return done(st);
@@ -108,8 +108,8 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
     return done(Failed(Status::InvalidArgument("must not be empty", "messages")));
   }
   if (request.messages.size() > kMaxBatch) {
-    return done(Failed(Status::PayloadTooLarge("at most " + std::to_string(kMaxBatch) +
-                                               " messages per append")));
+    return done(Failed(
+        Status::PayloadTooLarge("at most " + std::to_string(kMaxBatch) + " messages per append")));
   }
   Result<Session> session = Get(request.session_id);
   if (!session.ok()) return done(Failed(session.status()));

@@ -58,19 +58,19 @@ void SummaryService::Commit(SummaryRecord summary, Done<SummaryRecord> done) {
   auto in = std::make_shared<SummaryRecord>(std::move(summary));
   auto out = std::make_shared<SummaryRecord>();
   CommitAsync(
-        deps_,
+      deps_,
       [this, in, out](Txn& txn) -> Status {
         Result<SummaryRecord> stored = deps_.stores->summaries.Insert(txn, *in);
         if (!stored.ok()) return stored.status();
         *out = std::move(*stored);
-        return deps_.audit->Append(txn, AuditRecord{"summary.stored", "context", "allow",
-                                                    out->session_id,
-                                                    AuditDetail()
-                                                        .Add("summary_id", out->id)
-                                                        .Add("depth", out->depth)
-                                                        .Add("first_seq", out->first_seq)
-                                                        .Add("last_seq", out->last_seq)
-                                                        .Add("tokens", out->tokens)});
+        return deps_.audit->Append(
+            txn, AuditRecord{"summary.stored", "context", "allow", out->session_id,
+                             AuditDetail()
+                                 .Add("summary_id", out->id)
+                                 .Add("depth", out->depth)
+                                 .Add("first_seq", out->first_seq)
+                                 .Add("last_seq", out->last_seq)
+                                 .Add("tokens", out->tokens)});
       },
       [out, done = std::move(done)](Status st) {
         if (!st.ok()) return done(st);

@@ -20,8 +20,8 @@ namespace missy {
 
 struct UncoveredHistory {
   Session session;
-  int64_t covered_through_seq = 0;        // highest seq a leaf summary covers (0: none)
-  std::vector<StoredMessage> messages;    // seq > covered_through_seq, in order
+  int64_t covered_through_seq = 0;         // highest seq a leaf summary covers (0: none)
+  std::vector<StoredMessage> messages;     // seq > covered_through_seq, in order
   std::vector<SummaryRecord> uncondensed;  // summaries without a parent, oldest first
 };
 

@@ -26,8 +26,8 @@ void UsageService::Report(UsageReport report, Done<UsageOutcome> done) {
   auto ctx = std::make_shared<IssuedContext>(std::move(*issued));
   auto shared_done = std::make_shared<Done<UsageOutcome>>(std::move(done));
   // Serialised per model: the queue key cannot collide with a session id (those have no '/').
-  queue_.Run("calibration/" + ctx->calibration_key, [this, r, ctx, shared_done](
-                                                         SessionQueue::Release release) {
+  queue_.Run("calibration/" + ctx->calibration_key, [this, r, ctx,
+                                                     shared_done](SessionQueue::Release release) {
     auto out = std::make_shared<UsageOutcome>();
     out->model = ctx->calibration_key;
     out->estimated_tokens = ctx->estimated_tokens;
@@ -35,8 +35,8 @@ void UsageService::Report(UsageReport report, Done<UsageOutcome> done) {
       out->before.ratio = c->ratio;
       out->before.samples = c->samples;
     }
-    out->after =
-        Update(out->before, ctx->estimated_tokens, r->prompt_tokens, deps_.config->Get()->calibration);
+    out->after = Update(out->before, ctx->estimated_tokens, r->prompt_tokens,
+                        deps_.config->Get()->calibration);
     Calibration row;
     row.model = ctx->calibration_key;
     row.ratio = out->after.ratio;
@@ -46,17 +46,17 @@ void UsageService::Report(UsageReport report, Done<UsageOutcome> done) {
         deps_,
         [this, r, out, row](Txn& txn) -> Status {
           MISSY_RETURN_IF_ERROR(deps_.stores->calibration.Put(txn, row));
-          return deps_.audit->Append(txn, AuditRecord{"calibration.updated", "provider", "allow",
-                                                      r->session_id,
-                                                      AuditDetail()
-                                                          .Add("context_id", r->context_id)
-                                                          .Add("model", out->model)
-                                                          .Add("estimated_tokens", out->estimated_tokens)
-                                                          .Add("prompt_tokens", r->prompt_tokens)
-                                                          .Add("completion_tokens", r->completion_tokens)
-                                                          .Add("ratio_before", out->before.ratio)
-                                                          .Add("ratio", out->after.ratio)
-                                                          .Add("samples", out->after.samples)});
+          return deps_.audit->Append(
+              txn, AuditRecord{"calibration.updated", "provider", "allow", r->session_id,
+                               AuditDetail()
+                                   .Add("context_id", r->context_id)
+                                   .Add("model", out->model)
+                                   .Add("estimated_tokens", out->estimated_tokens)
+                                   .Add("prompt_tokens", r->prompt_tokens)
+                                   .Add("completion_tokens", r->completion_tokens)
+                                   .Add("ratio_before", out->before.ratio)
+                                   .Add("ratio", out->after.ratio)
+                                   .Add("samples", out->after.samples)});
         },
         [out, shared_done, release](Status st) {
           release();

@@ -1,14 +1,17 @@
 #include "core/message.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+
+#include <boost/json.hpp>
 
 namespace missy {
 namespace {
 
 namespace json = boost::json;
 
-Result<Message> Parse(std::string_view text) { return ParseMessage(json::parse(text), "messages[3]"); }
+Result<Message> Parse(std::string_view text) {
+  return ParseMessage(json::parse(text), "messages[3]");
+}
 
 struct BadCase {
   const char* input;
@@ -51,8 +54,7 @@ TEST(MessageTest, RejectsInvalidMessagesNamingTheField) {
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(r.status().field(), c.field);
-    EXPECT_NE(r.status().message().find(c.message_part), std::string::npos)
-        << r.status().message();
+    EXPECT_NE(r.status().message().find(c.message_part), std::string::npos) << r.status().message();
   }
 }
 

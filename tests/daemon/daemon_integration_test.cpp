@@ -1,9 +1,8 @@
 // Integration tests: the real missyd binary on a temporary MISSY_HOME, over its sockets.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <boost/json.hpp>
-#include <gtest/gtest.h>
-
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,8 +40,8 @@ std::string MessageText(int i) {
 std::vector<int64_t> Append40(DaemonProcess& d, const std::string& session) {
   json::array messages;
   for (int i = 1; i <= 40; ++i) {
-    messages.push_back(json::object{{"role", i % 2 == 1 ? "user" : "assistant"},
-                                    {"content", MessageText(i)}});
+    messages.push_back(
+        json::object{{"role", i % 2 == 1 ? "user" : "assistant"}, {"content", MessageText(i)}});
   }
   Result<ClientResponse> r = d.Call("POST", "/v1/sessions/" + session + "/messages",
                                     json::serialize(json::object{{"messages", messages}}));
@@ -106,8 +105,9 @@ TEST_F(DaemonTest, CheckConfigReportsTheKeyPath) {
 TEST_F(DaemonTest, AppendFortyMessagesAndAssembleAContext) {
   DaemonProcess d(dir_.path(), kSmallBudgetConfig);
   ASSERT_TRUE(d.Start().ok()) << d.log();
-  Result<ClientResponse> created = d.Call(
-      "POST", "/v1/sessions", R"({"id":"s1","system_prompt":"You are a test agent.","metadata":{"k":1}})");
+  Result<ClientResponse> created =
+      d.Call("POST", "/v1/sessions",
+             R"({"id":"s1","system_prompt":"You are a test agent.","metadata":{"k":1}})");
   ASSERT_EQ(created->status, 201) << created->body;
   EXPECT_EQ(Body(created).at("id").as_string(), "s1");
   const std::vector<int64_t> tokens = Append40(d, "s1");
@@ -183,8 +183,8 @@ TEST_F(DaemonTest, BadRequestsGetDocumentedErrorsAndTheDaemonKeepsServing) {
       {"POST", "/v1/sessions", R"({"model":5})", 400, "invalid_argument", "model"},
       {"POST", "/v1/sessions", R"({"colour":"red"})", 400, "invalid_argument", "colour"},
       {"GET", "/v1/sessions/nope", "", 404, "not_found", ""},
-      {"POST", "/v1/sessions/nope/messages", R"({"messages":[{"role":"user","content":"x"}]})",
-       404, "not_found", ""},
+      {"POST", "/v1/sessions/nope/messages", R"({"messages":[{"role":"user","content":"x"}]})", 404,
+       "not_found", ""},
       {"POST", "/v1/sessions/s1/messages", R"({"messages":"hi"})", 400, "invalid_argument",
        "messages"},
       {"POST", "/v1/sessions/s1/messages", R"({"messages":[]})", 400, "invalid_argument",
@@ -192,17 +192,18 @@ TEST_F(DaemonTest, BadRequestsGetDocumentedErrorsAndTheDaemonKeepsServing) {
       {"POST", "/v1/sessions/s1/messages",
        R"({"messages":[{"role":"user","content":"ok"},{"role":"robot","content":"x"}]})", 400,
        "invalid_argument", "messages[1].role"},
-      {"POST", "/v1/sessions/s1/messages", R"({"messages":[{"role":"tool","content":"x"}]})",
-       400, "invalid_argument", "messages[0].tool_call_id"},
-      {"POST", "/v1/sessions/s1/context", R"({"context_window":"big"})", 400,
-       "invalid_argument", "context_window"},
+      {"POST", "/v1/sessions/s1/messages", R"({"messages":[{"role":"tool","content":"x"}]})", 400,
+       "invalid_argument", "messages[0].tool_call_id"},
+      {"POST", "/v1/sessions/s1/context", R"({"context_window":"big"})", 400, "invalid_argument",
+       "context_window"},
       {"POST", "/v1/sessions/s1/context", R"({"context_window":1000,"max_output_tokens":1000})",
        400, "invalid_argument", "max_output_tokens"},
       {"GET", "/v1/nothing", "", 404, "not_found", ""},
       {"DELETE", "/v1/health", "", 405, "method_not_allowed", ""},
       {"GET", "/v1/sessions?limit=abc", "", 400, "invalid_argument", "limit"},
-      {"POST", "/v1/sessions", "{\"id\":\"big\",\"metadata\":{\"x\":\"" + std::string(70000, 'a') + "\"}}",
-       413, "payload_too_large", ""},
+      {"POST", "/v1/sessions",
+       "{\"id\":\"big\",\"metadata\":{\"x\":\"" + std::string(70000, 'a') + "\"}}", 413,
+       "payload_too_large", ""},
   };
   for (const BadRequest& c : cases) {
     SCOPED_TRACE(std::string(c.method) + " " + c.target + " " + c.body.substr(0, 80));
@@ -236,8 +237,8 @@ TEST_F(DaemonTest, AuditClientReceivesEventsInOrder) {
   ASSERT_EQ(d.Call("GET", "/v1/sessions/missing")->status, 404);
 
   // 40 long messages cross the summarization threshold: the context build queues a job.
-  const char* expected[] = {"session.created", "messages.appended", "job.queued",
-                            "context.built", "request.rejected"};
+  const char* expected[] = {"session.created", "messages.appended", "job.queued", "context.built",
+                            "request.rejected"};
   int64_t last_seq = 0;
   for (const char* type : expected) {
     Result<std::string> line = live.ReadLine(std::chrono::seconds(5));

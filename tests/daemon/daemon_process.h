@@ -5,14 +5,13 @@
 #include <sys/types.h>
 
 #include <boost/json.hpp>
-
 #include <chrono>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
-#include "core/status.h"
 #include "cli/http_client.h"
+#include "core/status.h"
 
 namespace missy::testing {
 

@@ -1,13 +1,12 @@
 // Integration tests of the daemon's features over its socket: tool-call validation,
 // calibration, memory and learnings in contexts, jobs, audit verification, Missy import,
 // config reload, and missyctl.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 
 #include <boost/json.hpp>
-#include <gtest/gtest.h>
-
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -49,7 +48,8 @@ class FeaturesTest : public ::testing::Test {
   std::unique_ptr<DaemonProcess> daemon_;
 };
 
-const char* kCall = R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"bash","arguments":"{}"}}]})";
+const char* kCall =
+    R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"bash","arguments":"{}"}}]})";
 
 TEST_F(FeaturesTest, InvalidToolSequencesAreFlaggedOrRefusedInStrictMode) {
   Start();
@@ -67,7 +67,8 @@ TEST_F(FeaturesTest, InvalidToolSequencesAreFlaggedOrRefusedInStrictMode) {
   EXPECT_EQ(w.at("tool_call_id").as_string(), "call_9");
   EXPECT_EQ(w.at("problem").as_string(), "orphan_result");
   EXPECT_EQ(Int(w, {"index"}), 2);
-  EXPECT_EQ(body.at("messages").as_array()[2].at("flags").as_array()[0].as_string(), "orphan_result");
+  EXPECT_EQ(body.at("messages").as_array()[2].at("flags").as_array()[0].as_string(),
+            "orphan_result");
   EXPECT_EQ(Int(body, {"message_count"}), 3);
 
   // The context never contains the orphan nor the unanswered call, and says why.
@@ -92,7 +93,9 @@ TEST_F(FeaturesTest, InvalidToolSequencesAreFlaggedOrRefusedInStrictMode) {
   // Ids reused across separate rounds are legal.
   const std::string round = std::string(R"({"messages":[)") + kCall +
                             R"(,{"role":"tool","tool_call_id":"call_1","content":"ok"}]})";
-  EXPECT_EQ(Body(Call("POST", "/v1/sessions/strict/messages", round)).at("warnings").as_array().size(), 0u);
+  EXPECT_EQ(
+      Body(Call("POST", "/v1/sessions/strict/messages", round)).at("warnings").as_array().size(),
+      0u);
   r = Call("POST", "/v1/sessions/strict/messages", round);
   EXPECT_EQ(r->status, 200) << r->body;
   EXPECT_EQ(daemon_->Stop(), 0);
@@ -100,11 +103,16 @@ TEST_F(FeaturesTest, InvalidToolSequencesAreFlaggedOrRefusedInStrictMode) {
 
 TEST_F(FeaturesTest, UsageReportsCalibrateLaterBudgetsAndSurviveRestart) {
   Start();
-  ASSERT_EQ(Call("POST", "/v1/sessions", R"({"id":"c","model":"gpt-4o","system_prompt":"Be brief."})")->status, 201);
-  ASSERT_EQ(Call("POST", "/v1/sessions/c/messages",
-                 R"({"messages":[{"role":"user","content":"Count the files in this repository, please."}]})")
-                ->status,
-            200);
+  ASSERT_EQ(
+      Call("POST", "/v1/sessions", R"({"id":"c","model":"gpt-4o","system_prompt":"Be brief."})")
+          ->status,
+      201);
+  ASSERT_EQ(
+      Call(
+          "POST", "/v1/sessions/c/messages",
+          R"({"messages":[{"role":"user","content":"Count the files in this repository, please."}]})")
+          ->status,
+      200);
   json::value ctx = Body(Call("POST", "/v1/sessions/c/context", "{}"));
   const std::string context_id(ctx.at("context_id").as_string());
   const int64_t estimated = Int(ctx.at("budget"), {"calibration", "estimated_tokens"});
@@ -129,8 +137,12 @@ TEST_F(FeaturesTest, UsageReportsCalibrateLaterBudgetsAndSurviveRestart) {
   EXPECT_GT(ratio, 1.25);
 
   // Errors: unknown context, missing tokens.
-  EXPECT_EQ(Call("POST", "/v1/sessions/c/usage", R"({"context_id":"ctx_nope","prompt_tokens":5})")->status, 404);
-  EXPECT_EQ(Call("POST", "/v1/sessions/c/usage", R"({"context_id":")" + context_id + R"("})")->status, 400);
+  EXPECT_EQ(Call("POST", "/v1/sessions/c/usage", R"({"context_id":"ctx_nope","prompt_tokens":5})")
+                ->status,
+            404);
+  EXPECT_EQ(
+      Call("POST", "/v1/sessions/c/usage", R"({"context_id":")" + context_id + R"("})")->status,
+      400);
   EXPECT_EQ(daemon_->Stop(), 0);
 
   // After a restart the ratio still applies to the budget in our units.
@@ -148,16 +160,21 @@ TEST_F(FeaturesTest, UsageReportsCalibrateLaterBudgetsAndSurviveRestart) {
 
 TEST_F(FeaturesTest, MemoryAndLearningsAreInjectedIntoContexts) {
   Start();
-  ASSERT_EQ(Call("POST", "/v1/sessions", R"({"id":"m","system_prompt":"You are an ops agent."})")->status, 201);
-  Result<ClientResponse> r = Call("POST", "/v1/memory",
-                                  R"({"text":"The staging database listens on port 6543, not 5432.","tags":["db"]})");
+  ASSERT_EQ(
+      Call("POST", "/v1/sessions", R"({"id":"m","system_prompt":"You are an ops agent."})")->status,
+      201);
+  Result<ClientResponse> r =
+      Call("POST", "/v1/memory",
+           R"({"text":"The staging database listens on port 6543, not 5432.","tags":["db"]})");
   ASSERT_EQ(r->status, 201) << r->body;
   const std::string memory_id(Body(r).at("id").as_string());
   ASSERT_EQ(Call("POST", "/v1/memory", R"({"text":"Deploys happen on Tuesdays."})")->status, 201);
-  ASSERT_EQ(Call("POST", "/v1/learnings",
-                 R"({"task_type":"ops","outcome":"success","lesson":"Check the port before blaming the firewall."})")
-                ->status,
-            201);
+  ASSERT_EQ(
+      Call(
+          "POST", "/v1/learnings",
+          R"({"task_type":"ops","outcome":"success","lesson":"Check the port before blaming the firewall."})")
+          ->status,
+      201);
   EXPECT_EQ(Call("POST", "/v1/memory", R"({"text":"  "})")->status, 400);
   EXPECT_EQ(Call("POST", "/v1/memory", R"({"text":"x","tags":[1]})")->status, 400);
 
@@ -165,12 +182,14 @@ TEST_F(FeaturesTest, MemoryAndLearningsAreInjectedIntoContexts) {
   ASSERT_FALSE(hits.at("results").as_array().empty());
   EXPECT_EQ(hits.at("results").as_array()[0].at("id").as_string(), memory_id);
   // Hostile search text is searched, never an error.
-  for (const char* q : {"%22%22%22", "NEAR(", "*", "-", "((", "a%20OR%20", "'%3B%20DROP%20TABLE%20x"}) {
+  for (const char* q :
+       {"%22%22%22", "NEAR(", "*", "-", "((", "a%20OR%20", "'%3B%20DROP%20TABLE%20x"}) {
     EXPECT_EQ(Call("GET", std::string("/v1/memory/search?q=") + q)->status, 200) << q;
   }
 
-  json::value ctx = Body(Call("POST", "/v1/sessions/m/context",
-                              R"({"message":{"role":"user","content":"Which port does the staging database use?"}})"));
+  json::value ctx = Body(
+      Call("POST", "/v1/sessions/m/context",
+           R"({"message":{"role":"user","content":"Which port does the staging database use?"}})"));
   const std::string system(ctx.at("system").as_string());
   EXPECT_NE(system.find("## Relevant Memory"), std::string::npos) << system;
   EXPECT_NE(system.find("6543"), std::string::npos) << system;
@@ -183,8 +202,9 @@ TEST_F(FeaturesTest, MemoryAndLearningsAreInjectedIntoContexts) {
   EXPECT_EQ(Call("DELETE", "/v1/memory/" + memory_id)->status, 200);
   EXPECT_EQ(Call("GET", "/v1/memory/" + memory_id)->status, 404);
   EXPECT_EQ(Call("DELETE", "/v1/memory/" + memory_id)->status, 404);
-  ctx = Body(Call("POST", "/v1/sessions/m/context",
-                  R"({"message":{"role":"user","content":"Which port does the staging database use?"}})"));
+  ctx = Body(
+      Call("POST", "/v1/sessions/m/context",
+           R"({"message":{"role":"user","content":"Which port does the staging database use?"}})"));
   EXPECT_EQ(std::string(ctx.at("system").as_string()).find("6543"), std::string::npos);
   EXPECT_EQ(Body(Call("GET", "/v1/learnings")).at("learnings").as_array().size(), 1u);
   EXPECT_EQ(daemon_->Stop(), 0);
@@ -206,7 +226,9 @@ TEST_F(FeaturesTest, AuditChainVerifiesAndMissyctlSpeaksToTheDaemon) {
   EXPECT_NE(out.find("audit chain ok"), std::string::npos) << out;
   EXPECT_EQ(Missyctl(dir_.path(), "session nope", &out), 1);
   EXPECT_NE(out.find("404 not_found"), std::string::npos) << out;
-  EXPECT_EQ(Missyctl(dir_.path(), "tokens count --encoding cl100k_base /usr/share/common-licenses/GPL-3", &out), 0);
+  EXPECT_EQ(Missyctl(dir_.path(),
+                     "tokens count --encoding cl100k_base /usr/share/common-licenses/GPL-3", &out),
+            0);
   EXPECT_EQ(out, "7455\n");
   EXPECT_EQ(Missyctl(dir_.path(), "tokens count /usr/share/common-licenses/GPL-3", &out), 0);
   EXPECT_EQ(out, "7446\n");
@@ -255,7 +277,8 @@ TEST_F(FeaturesTest, ImportsMissysMemoryDatabaseOnce) {
 
   json::value messages = Body(Call("GET", "/v1/sessions/old-1/messages"));
   ASSERT_EQ(messages.at("messages").as_array().size(), 2u);
-  EXPECT_EQ(messages.at("messages").as_array()[1].at("content").as_string(), "Renamed it to load_config.");
+  EXPECT_EQ(messages.at("messages").as_array()[1].at("content").as_string(),
+            "Renamed it to load_config.");
   json::value summaries = Body(Call("GET", "/v1/sessions/old-1/summaries"));
   ASSERT_EQ(summaries.at("summaries").as_array().size(), 1u);
   EXPECT_EQ(Call("POST", "/v1/import/missy", R"({"path":"/nonexistent/memory.db"})")->status, 404);
@@ -267,12 +290,14 @@ TEST_F(FeaturesTest, ReloadSwapsAValidConfigAndKeepsTheOldOneOtherwise) {
   ASSERT_EQ(Call("POST", "/v1/sessions", R"({"id":"r"})")->status, 201);
   EXPECT_EQ(Int(Body(Call("POST", "/v1/sessions/r/context", "{}")).at("budget"), {"total"}), 20000);
 
-  WriteFileOrDie(dir_.Join("config.yaml"), "context:\n  log_level: warn\n  budget:\n    total: 25000\n");
+  WriteFileOrDie(dir_.Join("config.yaml"),
+                 "context:\n  log_level: warn\n  budget:\n    total: 25000\n");
   ASSERT_EQ(kill(daemon_->pid(), SIGHUP), 0);
   bool swapped = false;
   for (int i = 0; i < 200 && !swapped; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    swapped = Int(Body(Call("POST", "/v1/sessions/r/context", "{}")).at("budget"), {"total"}) == 25000;
+    swapped =
+        Int(Body(Call("POST", "/v1/sessions/r/context", "{}")).at("budget"), {"total"}) == 25000;
   }
   EXPECT_TRUE(swapped);
 
@@ -281,7 +306,8 @@ TEST_F(FeaturesTest, ReloadSwapsAValidConfigAndKeepsTheOldOneOtherwise) {
   bool audited = false;
   for (int i = 0; i < 200 && !audited; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    audited = !Body(Call("GET", "/v1/audit?type=config.reload_failed")).at("events").as_array().empty();
+    audited =
+        !Body(Call("GET", "/v1/audit?type=config.reload_failed")).at("events").as_array().empty();
   }
   EXPECT_TRUE(audited);
   EXPECT_EQ(Int(Body(Call("POST", "/v1/sessions/r/context", "{}")).at("budget"), {"total"}), 25000);

@@ -3,9 +3,9 @@
 // assistant message, and checks every context it receives with its own rules: within
 // budget, no orphan tool result, no call without its result, no split group, fresh tail
 // present.
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <fstream>
 #include <map>
 #include <random>
@@ -61,7 +61,8 @@ std::string CheckToolPairs(const std::vector<Shape>& msgs) {
       }
       open.erase(it);
     }
-    if (!open.empty()) return "call " + *open.begin() + " at " + std::to_string(i) + " has no result";
+    if (!open.empty())
+      return "call " + *open.begin() + " at " + std::to_string(i) + " has no result";
     i = j - 1;
   }
   return "";
@@ -103,7 +104,8 @@ class Replayer {
     EXPECT_LE(used, total) << "context " << contexts_ << " over budget";
 
     std::vector<Shape> sent;
-    for (const json::value& m : ctx.at("messages").as_array()) sent.push_back(ShapeOf(m.as_object()));
+    for (const json::value& m : ctx.at("messages").as_array())
+      sent.push_back(ShapeOf(m.as_object()));
     if (!sent.empty() && sent.front().role == "system") sent.erase(sent.begin());
     const std::string problem = CheckToolPairs(sent);
     EXPECT_EQ(problem, "") << "context " << contexts_ << " of " << session_;
@@ -160,7 +162,7 @@ class SocketReplayTest : public ::testing::Test {
 };
 
 TEST_F(SocketReplayTest, RealTrajectoriesGetValidContextsBeforeEveryAssistantMessage) {
-  const char* files[] = {"marot__spotter-1.jsonl",          "gruckion__mini-swe-agent-1.jsonl",
+  const char* files[] = {"marot__spotter-1.jsonl",           "gruckion__mini-swe-agent-1.jsonl",
                          "gruckion__mini-swe-agent-2.jsonl", "openai__codex-1.jsonl",
                          "princeton-nlp__SWE-agent-1.jsonl", "OpenHands__benchmarks-1.jsonl"};
   int total_contexts = 0;
@@ -208,8 +210,8 @@ TEST_F(SocketReplayTest, SyntheticFiveHundredTurnSession) {
   replay.Create("You are a synthetic agent.");
   int call = 0;
   for (int turn = 0; turn < 500; ++turn) {
-    replay.Append({json::object{{"role", "user"},
-                                {"content", "turn " + std::to_string(turn) + ": fix the next bug"}}});
+    replay.Append({json::object{
+        {"role", "user"}, {"content", "turn " + std::to_string(turn) + ": fix the next bug"}}});
     const int rounds = pick(1, 3);
     for (int r = 0; r < rounds; ++r) {
       replay.ContextAndCheck();
@@ -222,18 +224,23 @@ TEST_F(SocketReplayTest, SyntheticFiveHundredTurnSession) {
             {"id", id},
             {"type", "function"},
             {"function", json::object{{"name", "bash"},
-                                      {"arguments", "{\"command\":\"cat src/f" + std::to_string(call) + ".c\"}"}}}});
+                                      {"arguments", "{\"command\":\"cat src/f" +
+                                                        std::to_string(call) + ".c\"}"}}}});
         std::string output = "output of " + id + "\n";
         const int lines = pick(0, 3) == 0 ? pick(100, 400) : pick(1, 20);
-        for (int l = 0; l < lines; ++l) output += "line " + std::to_string(l) + ": int x = compute(y, z);\n";
+        for (int l = 0; l < lines; ++l)
+          output += "line " + std::to_string(l) + ": int x = compute(y, z);\n";
         batch.push_back(json::object{{"role", "tool"}, {"tool_call_id", id}, {"content", output}});
       }
-      batch.insert(batch.begin(), json::object{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", calls}});
+      batch.insert(
+          batch.begin(),
+          json::object{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", calls}});
       replay.Append(batch);
       if (::testing::Test::HasFailure()) return;
     }
     replay.ContextAndCheck();
-    replay.Append({json::object{{"role", "assistant"}, {"content", "done with turn " + std::to_string(turn)}}});
+    replay.Append({json::object{{"role", "assistant"},
+                                {"content", "done with turn " + std::to_string(turn)}}});
     if (::testing::Test::HasFailure()) return;
   }
   std::printf("[ replay   ] synthetic 500 turns: %d contexts, prefix unchanged in %d\n",
