@@ -1,13 +1,12 @@
 #include "config/tokenizers.h"
 
-#include <openssl/evp.h>
-
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "core/bpe_encoding.h"
+#include "core/digest.h"
 
 namespace missy {
 namespace {
@@ -17,19 +16,6 @@ constexpr std::string_view kO200kSha256 =
     "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d";
 constexpr std::string_view kCl100kSha256 =
     "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7";
-
-std::string Sha256Hex(std::string_view data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr) != 1) return {};
-  static const char* kHex = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < len; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 15];
-  }
-  return hex;
-}
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "core/digest.h"
 #include "storage/sqlite.h"
 #include "storage/store_util.h"
 
@@ -35,7 +36,7 @@ AuditEvent FromRow(const Statement& s) {
   return e;
 }
 
-std::string LineHash(const AuditEvent& e) { return sqlite::Sha256Hex(AuditEventToJsonLine(e)); }
+std::string LineHash(const AuditEvent& e) { return Sha256Hex(AuditEventToJsonLine(e)); }
 
 // (seq, hash): the last event and the hash its successor must carry.
 using ChainPoint = std::pair<int64_t, std::string>;

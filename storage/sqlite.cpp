@@ -1,6 +1,5 @@
 #include "storage/sqlite.h"
 
-#include <openssl/evp.h>
 
 #include <utility>
 
@@ -189,18 +188,5 @@ int64_t Connection::LastInsertRowId() const { return sqlite3_last_insert_rowid(d
 bool Connection::InTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
 void Connection::SetBusyTimeout(int ms) { sqlite3_busy_timeout(db_, ms); }
 
-std::string Sha256Hex(std::string_view data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(len * 2);
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 0xf];
-  }
-  return out;
-}
 
 }  // namespace missy::sqlite

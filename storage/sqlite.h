@@ -118,8 +118,6 @@ class Connection {
   std::unordered_map<std::string, sqlite3_stmt*, SqlHash, std::equal_to<>> cache_;
 };
 
-// Hex SHA-256 of `data` (64 lowercase hex digits).
-std::string Sha256Hex(std::string_view data);
 
 }  // namespace missy::sqlite
 

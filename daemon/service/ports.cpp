@@ -1,8 +1,8 @@
 #include "daemon/service/ports.h"
 
 #include <chrono>
-#include <cstdio>
-#include <random>
+
+#include "core/digest.h"
 
 namespace missy {
 
@@ -12,11 +12,6 @@ int64_t SystemClock::NowMs() const {
       .count();
 }
 
-std::string RandomIds::NewId() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
-  return buf;
-}
+std::string RandomIds::NewId() { return RandomHexId(); }
 
 }  // namespace missy

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/digest.h"
+
 #include <string>
 #include <thread>
 #include <vector>
@@ -103,7 +105,7 @@ TEST_F(AuditChainTest, DetectsAnInsertedEvent) {
   AuditEvent forged = (*events)[2];
   forged.seq = 4;
   forged.event_type = "forged";
-  forged.prev_chain_hash = sqlite::Sha256Hex(AuditEventToJsonLine((*events)[2]));
+  forged.prev_chain_hash = Sha256Hex(AuditEventToJsonLine((*events)[2]));
   RawExec(path_,
           "UPDATE audit_events SET seq = seq + 100 WHERE seq >= 4;"
           "UPDATE audit_events SET seq = seq - 99 WHERE seq >= 104;"
@@ -120,7 +122,7 @@ TEST_F(AuditChainTest, DetectsAnInsertedEvent) {
 
 TEST_F(AuditChainTest, DetectsAnAppendedForgery) {
   auto events = db_->audit.Since(0, 100);
-  const std::string prev = sqlite::Sha256Hex(AuditEventToJsonLine(events->back()));
+  const std::string prev = Sha256Hex(AuditEventToJsonLine(events->back()));
   RawExec(path_,
           "INSERT INTO audit_events (seq, timestamp_ms, event_type, prev_chain_hash) VALUES (11, "
           "1, 'forged', '" +
@@ -206,8 +208,8 @@ TEST(AuditLogTest, AuditEventsAreChainedAndFiltered) {
   EXPECT_EQ(stored[0].seq, 1);
   EXPECT_EQ(stored[2].seq, 3);
   EXPECT_EQ(stored[0].prev_chain_hash, std::string(64, '0'));
-  EXPECT_EQ(stored[1].prev_chain_hash, sqlite::Sha256Hex(AuditEventToJsonLine(stored[0])));
-  EXPECT_EQ(stored[2].prev_chain_hash, sqlite::Sha256Hex(AuditEventToJsonLine(stored[1])));
+  EXPECT_EQ(stored[1].prev_chain_hash, Sha256Hex(AuditEventToJsonLine(stored[0])));
+  EXPECT_EQ(stored[2].prev_chain_hash, Sha256Hex(AuditEventToJsonLine(stored[1])));
 
   auto db = OpenDbOrDie(path);  // the chain continues after a reopen
   AuditEvent e;
@@ -215,7 +217,7 @@ TEST(AuditLogTest, AuditEventsAreChainedAndFiltered) {
   auto fourth = db->audit.Append(e);
   ASSERT_TRUE(fourth.ok());
   EXPECT_EQ(fourth->seq, 4);
-  EXPECT_EQ(fourth->prev_chain_hash, sqlite::Sha256Hex(AuditEventToJsonLine(stored[2])));
+  EXPECT_EQ(fourth->prev_chain_hash, Sha256Hex(AuditEventToJsonLine(stored[2])));
 
   auto all = db->audit.Since(0, 100);
   ASSERT_TRUE(all.ok());

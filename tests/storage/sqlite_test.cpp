@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/digest.h"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,7 +18,7 @@ namespace {
 using ::missy::testing::TempDir;
 
 TEST(Sha256HexTest, MatchesTheStandardVector) {
-  EXPECT_EQ(sqlite::Sha256Hex("abc"),
+  EXPECT_EQ(Sha256Hex("abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
