@@ -15,6 +15,7 @@
 #include "config/config.h"
 #include "config/key_table.h"
 #include "config/paths.h"
+#include "core/utf8.h"
 
 namespace missy {
 namespace {
@@ -293,28 +294,6 @@ Status ParseProviders(const YAML::Node& node, DaemonConfig* c) {
     c->providers[name] = std::move(pc);
   }
   return Status::Ok();
-}
-
-// The byte offset of the first invalid UTF-8 sequence, or npos.
-size_t InvalidUtf8At(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (n == 0 || i + n > s.size() || (n == 2 && c < 0xC2)) return i;
-    uint32_t cp = n == 1 ? c : c & (0x7F >> n);
-    for (size_t k = 1; k < n; ++k) {
-      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-        (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
-      return i;
-    }
-    i += n;
-  }
-  return std::string_view::npos;
 }
 
 Result<DaemonConfig> ParseConfigImpl(std::string_view yaml_text, const std::string& missy_home) {

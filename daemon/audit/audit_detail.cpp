@@ -4,9 +4,15 @@
 #include <boost/json/string.hpp>
 #include <boost/json/value.hpp>
 
+#include "core/utf8.h"
+
 namespace missy {
 
 std::string JsonQuote(std::string_view text) {
+  // An audit line must stay valid JSON whatever a client sent (a path, a method).
+  if (InvalidUtf8At(text) != std::string_view::npos) {
+    return boost::json::serialize(boost::json::string(ToValidUtf8(text)));
+  }
   return boost::json::serialize(boost::json::string(text));
 }
 

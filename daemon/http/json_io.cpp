@@ -4,6 +4,8 @@
 #include <boost/json/serialize.hpp>
 #include <charconv>
 
+#include "core/utf8.h"
+
 namespace missy::http {
 
 namespace {
@@ -60,6 +62,10 @@ HttpResponse JsonResponse(int status, const json::value& body) {
   HttpResponse r;
   r.status = status;
   r.body = json::serialize(body);
+  // Text echoed from the request (a path, a query) may not be UTF-8; Boost.JSON writes
+  // such bytes as they are, which would make the body invalid JSON. They only occur
+  // inside strings, so replacing them keeps the document's structure.
+  if (InvalidUtf8At(r.body) != std::string::npos) r.body = ToValidUtf8(r.body);
   r.body += '\n';
   return r;
 }

@@ -28,6 +28,8 @@ struct RequestTarget {
 };
 RequestTarget ParseTarget(std::string_view target);
 
+// The body serialized (always valid UTF-8: invalid bytes echoed from a request become
+// U+FFFD) with a trailing newline.
 HttpResponse JsonResponse(int status, const json::value& body);
 json::object ErrorBody(std::string_view code, const std::string& message, const std::string& field);
 

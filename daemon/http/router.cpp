@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/utf8.h"
 #include "daemon/audit/audit_bus.h"
 #include "daemon/service/session_service.h"
 
@@ -9,7 +10,7 @@ namespace missy::http {
 
 void Call::Fail(const Status& status, std::string_view session_id, const json::object* extra) {
   const int http = HttpStatusOf(status.code());
-  const std::string message = status.message();
+  const std::string message = ToValidUtf8(status.message());  // may echo the path or query
   if (audit_ != nullptr) {
     audit_->Emit(AuditRecord{"request.rejected", "daemon", http >= 500 ? "error" : "deny",
                              std::string(session_id),
@@ -26,7 +27,7 @@ void Call::Fail(const Status& status, std::string_view session_id, const json::o
   } else {
     spdlog::info("{} {} -> {} {}", request.method, target.path, http, status.ToString());
   }
-  json::object body = ErrorBody(ApiCodeOf(status.code()), message, status.field());
+  json::object body = ErrorBody(ApiCodeOf(status.code()), message, ToValidUtf8(status.field()));
   if (extra != nullptr) {
     for (const auto& kv : *extra) body[kv.key()] = kv.value();
   }
@@ -84,7 +85,7 @@ void Router::Handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange)
   }
   if (!allowed.empty()) {
     return call->Reply(405, ErrorBody("method_not_allowed",
-                                      call->request.method +
+                                      ToValidUtf8(call->request.method) +
                                           " is not allowed on this path (allowed: " + allowed + ")",
                                       ""));
   }
