@@ -8,20 +8,30 @@
 
 namespace missy::http {
 
+void Call::Audit(int http, std::string_view code, const std::string& message,
+                 const std::string& field, std::string_view session_id) {
+  if (audit_ == nullptr) return;
+  audit_->Emit(AuditRecord{"request.rejected", "daemon", http >= 500 ? "error" : "deny",
+                           std::string(session_id),
+                           AuditDetail()
+                               .Add("method", request.method)
+                               .Add("path", target.path)
+                               .Add("status", http)
+                               .Add("code", code)
+                               .Add("message", message)
+                               .Add("field", field)});
+}
+
+void Call::Reject(int http, std::string_view code, const std::string& message) {
+  Audit(http, code, message, "", "");
+  spdlog::info("{} {} -> {} {}", request.method, target.path, http, message);
+  Reply(http, ErrorBody(code, message, ""));
+}
+
 void Call::Fail(const Status& status, std::string_view session_id, const json::object* extra) {
   const int http = HttpStatusOf(status.code());
   const std::string message = ToValidUtf8(status.message());  // may echo the path or query
-  if (audit_ != nullptr) {
-    audit_->Emit(AuditRecord{"request.rejected", "daemon", http >= 500 ? "error" : "deny",
-                             std::string(session_id),
-                             AuditDetail()
-                                 .Add("method", request.method)
-                                 .Add("path", target.path)
-                                 .Add("status", http)
-                                 .Add("code", ApiCodeOf(status.code()))
-                                 .Add("message", message)
-                                 .Add("field", status.field())});
-  }
+  Audit(http, ApiCodeOf(status.code()), message, status.field(), session_id);
   if (http >= 500) {
     spdlog::error("{} {} -> {} {}", request.method, target.path, http, status.ToString());
   } else {
@@ -84,10 +94,9 @@ void Router::Handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange)
     return;
   }
   if (!allowed.empty()) {
-    return call->Reply(405, ErrorBody("method_not_allowed",
-                                      ToValidUtf8(call->request.method) +
-                                          " is not allowed on this path (allowed: " + allowed + ")",
-                                      ""));
+    return call->Reject(405, "method_not_allowed",
+                        ToValidUtf8(call->request.method) +
+                            " is not allowed on this path (allowed: " + allowed + ")");
   }
   const bool v1 = !segments.empty() && segments[0] == "v1";
   call->Fail(Status::NotFound("no route for " + call->request.method + " " + call->target.path +

@@ -39,9 +39,14 @@ class Call {
   // The error's JSON shape and status, and a `request.rejected` audit event.
   void Fail(const Status& status, std::string_view session_id = {},
             const json::object* extra = nullptr);
+  // An error answer that has no Status code (405): the same shape and audit event.
+  void Reject(int http, std::string_view code, const std::string& message);
   HttpExchange& exchange() { return *exchange_; }
 
  private:
+  void Audit(int http, std::string_view code, const std::string& message, const std::string& field,
+             std::string_view session_id);
+
   std::shared_ptr<HttpExchange> exchange_;
   AuditBus* audit_;
 };
