@@ -1,8 +1,8 @@
 #include "daemon/audit/audit_bus.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <mutex>
 #include <thread>
 
@@ -18,7 +18,9 @@ AuditRecord Record(std::string type, std::string session = "s") {
                      AuditDetail().Add("n", 1)};
 }
 
-int64_t LineSeq(const std::string& line) { return json::parse(line).at("seq").to_number<int64_t>(); }
+int64_t LineSeq(const std::string& line) {
+  return json::parse(line).at("seq").to_number<int64_t>();
+}
 
 class ServiceAuditBusTest : public ServiceFixture {
  protected:
@@ -174,7 +176,8 @@ TEST_F(ServiceAuditBusTest, BacklogPagesAdvanceAndFilterByType) {
                          audit_->Append(txn, Record(seq % 2 == 0 ? "test.even" : "test.odd")));
                    }
                    return Status::Ok();
-                 }).ok());
+                 })
+                  .ok());
   const std::vector<AuditEvent> stored = All();
   ASSERT_EQ(stored.size(), 10u);
 

@@ -1,10 +1,11 @@
 #include "daemon/service/context_service.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <set>
+#include <thread>
 
 #include "core/context_report_json.h"
 #include "service_fixture.h"
@@ -268,6 +269,52 @@ TEST_F(ServiceContextTest, OutputBudgetMustBeSmallerThanTheWindow) {
   Result<ContextOutcome> fine = Context("s", 8000, 1000);
   ASSERT_TRUE(fine.ok()) << fine.status().ToString();
   EXPECT_EQ(fine->context.report.total, 7000);
+}
+
+// The history cache's counters describe what it holds, also when contexts of several
+// sessions run at once in a cache too small for all of them (an entry may be evicted
+// while a context has its history borrowed).
+TEST_F(ServiceContextTest, HistoryCacheCountsStayExactUnderConcurrentContexts) {
+  constexpr int kSessions = 6;
+  for (int s = 0; s < kSessions; ++s) {
+    const std::string id = "c" + std::to_string(s);
+    ASSERT_TRUE(Create(id).ok());
+    std::vector<Message> batch;
+    for (int i = 0; i < 400; ++i) {
+      batch.push_back(i % 2 == 0 ? Message::User(Words(30, "u")) : Message::Assistant(Words(30)));
+    }
+    ASSERT_TRUE(Append(id, std::move(batch)).status.ok());
+  }
+  // Room for two and a half histories.
+  services_->history.Clear();
+  ASSERT_TRUE(
+      services_->history.GetOrLoad("c0", [&] { return stores_->messages.Load("c0"); }).ok());
+  const size_t one = services_->history.cached_bytes();
+  ASSERT_EQ(services_->history.cached_messages(), 400u);
+  services_->history.SetMaxBytes(one * 2 + one / 2);
+
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kSessions; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 30; ++k) {
+        Result<ContextOutcome> out = Context("c" + std::to_string((t + k) % kSessions));
+        EXPECT_TRUE(out.ok()) << out.status().ToString();
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+
+  size_t held = 0, sessions = 0;
+  for (int s = 0; s < kSessions; ++s) {
+    if (auto h = services_->history.Find("c" + std::to_string(s))) {
+      held += h->size();
+      ++sessions;
+      EXPECT_EQ(h->size(), 400u) << "c" << s;
+    }
+  }
+  EXPECT_EQ(services_->history.cached_sessions(), sessions);
+  EXPECT_EQ(services_->history.cached_messages(), held);
+  EXPECT_LE(services_->history.cached_bytes(), services_->history.max_bytes());
 }
 
 TEST_F(ServiceContextTest, UnknownSessionIsNotFound) {

@@ -1,9 +1,9 @@
 #include "daemon/service/session_service.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <map>
 #include <set>
 #include <thread>
@@ -74,7 +74,8 @@ TEST_F(ServiceSessionTest, DuplicateIdIsAlreadyExistsNamingTheIdAndTheFirstStays
 }
 
 TEST_F(ServiceSessionTest, InvalidIdIsRefusedNamingId) {
-  for (const std::string& id : std::vector<std::string>{"has space", "slash/id", std::string(129, 'a')}) {
+  for (const std::string& id :
+       std::vector<std::string>{"has space", "slash/id", std::string(129, 'a')}) {
     Result<Session> r = Create(id);
     ASSERT_FALSE(r.ok()) << id;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << id;
@@ -166,8 +167,8 @@ TEST_F(ServiceSessionTest, AppendAssignsSeqsCountsTokensAndUpdatesTheSession) {
 
 TEST_F(ServiceSessionTest, OrphanToolResultIsStoredFlaggedWithAWarning) {
   ASSERT_TRUE(Create("lax", false).ok());
-  AppendOutcome out = Append("lax", {Message::User("go"), CallMessage("call_1"),
-                                     Message::ToolResult("call_9", "?")});
+  AppendOutcome out = Append(
+      "lax", {Message::User("go"), CallMessage("call_1"), Message::ToolResult("call_9", "?")});
   ASSERT_TRUE(out.status.ok()) << out.status.ToString();
   ASSERT_EQ(out.warnings.size(), 1u);
   EXPECT_EQ(out.warnings[0].index, 2u);

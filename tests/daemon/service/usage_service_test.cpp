@@ -1,8 +1,8 @@
 #include "daemon/service/usage_service.h"
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
 #include <set>
 
 #include "service_fixture.h"
