@@ -5,6 +5,9 @@
 #include <sqlite3.h>
 
 #include <boost/json.hpp>
+#include <filesystem>
+#include <regex>
+#include <set>
 
 #include "api_fixture.h"
 #include "storage/database.h"
@@ -40,6 +43,47 @@ class ApiRoutesTest : public ApiFixture {
     ASSERT_EQ(r.status, 200) << r.raw;
   }
 };
+
+// The routes the tests below cover (success and errors). A route added to
+// daemon/http/*_routes.cpp without tests here fails this check.
+TEST(ApiRouteListTest, EveryRegisteredRouteIsCoveredHere) {
+  const std::set<std::string> covered = {
+      "DELETE /v1/memory/{id}",
+      "GET /v1/audit",
+      "GET /v1/audit/verify",
+      "GET /v1/config",
+      "GET /v1/health",
+      "GET /v1/jobs",
+      "GET /v1/learnings",
+      "GET /v1/memory",
+      "GET /v1/memory/search",
+      "GET /v1/memory/{id}",
+      "GET /v1/sessions",
+      "GET /v1/sessions/{session_id}",
+      "GET /v1/sessions/{session_id}/messages",
+      "GET /v1/sessions/{session_id}/summaries",
+      "GET /v1/summaries/{id}",
+      "POST /v1/import/missy",
+      "POST /v1/learnings",
+      "POST /v1/memory",
+      "POST /v1/sessions",
+      "POST /v1/sessions/{session_id}/context",
+      "POST /v1/sessions/{session_id}/messages",
+      "POST /v1/sessions/{session_id}/usage",
+  };
+  std::set<std::string> registered;
+  const std::regex add(R"re(router_\.Add\(\s*"([A-Z]+)"\s*,\s*"([^"]+)")re");
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(MISSY_SOURCE_DIR) + "/daemon/http")) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() < 11 || name.substr(name.size() - 11) != "_routes.cpp") continue;
+    const std::string text = ReadFileOrDie(entry.path().string());
+    for (std::sregex_iterator it(text.begin(), text.end(), add), end; it != end; ++it) {
+      registered.insert((*it)[1].str() + " " + (*it)[2].str());
+    }
+  }
+  EXPECT_EQ(registered, covered);
+}
 
 TEST_F(ApiRoutesTest, HealthReportsMemoryAndStorage) {
   ApiReply r = Call("GET", "/v1/health");
@@ -497,6 +541,8 @@ TEST_F(ApiRoutesTest, ErrorsHaveTheShapeAndNameTheField) {
       {"GET", "/v1/sessions/s/context", "", 405, "method_not_allowed", "", "allowed: POST"},
       {"PATCH", "/v1/memory/mem_x", "", 405, "method_not_allowed", "", "GET, DELETE"},
       {"POST", "/v1/health", "", 405, "method_not_allowed", "", "allowed: GET"},
+      {"POST", "/v1/audit/verify", "", 405, "method_not_allowed", "", "allowed: GET"},
+      {"GET", "/v1/import/missy", "", 405, "method_not_allowed", "", "allowed: POST"},
   };
   for (const ErrorCase& c : cases) {
     ApiReply r = Call(c.method, c.target, c.body);
@@ -511,6 +557,35 @@ TEST_F(ApiRoutesTest, ErrorsHaveTheShapeAndNameTheField) {
   EXPECT_EQ(Int(Call("GET", "/v1/sessions/s").body, "message_count"), 2);
   EXPECT_EQ(Call("GET", "/v1/sessions").body.at("sessions").as_array().size(), 2u);
   EXPECT_TRUE(Call("GET", "/v1/memory").body.at("items").as_array().empty());
+}
+
+// Bytes that are not UTF-8 can arrive percent-encoded in a path or query; every answer
+// must still be valid JSON (the audit log too).
+TEST_F(ApiRoutesTest, InvalidUtf8InTheTargetStillGivesJsonAnswers) {
+  Seed();
+  struct Case {
+    std::string method, target;
+    int status;
+  };
+  const Case cases[] = {
+      {"GET", "/v1/memory/search?q=port%FF%FE", 200},
+      {"GET", "/v1/memory/search?q=%C3", 200},
+      {"GET", "/v1/memory/mem%FF", 404},
+      {"DELETE", "/v1/memory/mem%FF", 404},
+      {"GET", "/v1/summaries/sum%FF", 404},
+      {"GET", "/v1/sessions?limit=%FF", 400},
+      {"GET", "/v1/jobs?state=%FF", 400},
+      {"GET", "/v1/%FF", 404},
+      {"GET", "/v1/sessions/%FF", 400},
+  };
+  for (const Case& c : cases) {
+    ApiReply r = Call(c.method, c.target);
+    EXPECT_EQ(r.status, c.status) << c.target << ": " << r.raw;
+    EXPECT_TRUE(r.body.is_object()) << c.target << " answered invalid JSON: " << r.raw;
+  }
+  ApiReply audit = Call("GET", "/v1/audit?limit=10000");
+  EXPECT_EQ(audit.status, 200) << audit.raw;
+  EXPECT_TRUE(audit.body.is_object()) << audit.raw;
 }
 
 TEST_F(ApiRoutesTest, RejectedRequestsAreAuditedWithTheirSession) {

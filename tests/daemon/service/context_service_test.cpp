@@ -317,6 +317,36 @@ TEST_F(ServiceContextTest, HistoryCacheCountsStayExactUnderConcurrentContexts) {
   EXPECT_LE(services_->history.cached_bytes(), services_->history.max_bytes());
 }
 
+// Storage that cannot write (read-only file, full disk): a context that changes nothing
+// durable is still answered; one that must persist pruning first fails with
+// kUnavailable, leaves nothing behind, and the same request succeeds once writes work.
+TEST_F(ServiceContextTest, WithoutWritesOnlyContextsThatPersistNothingAreAnswered) {
+  CreateAgentSession("small");
+  ASSERT_TRUE(Append("small", {Message::User("hello"), Message::Assistant("hi")}).status.ok());
+  CreateLongToolSession("long");
+
+  db_options_.read_only = true;
+  Reopen();
+  Result<ContextOutcome> small = Context("small");
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  EXPECT_EQ(small->context.messages.size(), 3u);
+  EXPECT_FALSE(small->wrote);
+
+  Result<ContextOutcome> pruning = SmallWindowContext("long");
+  ASSERT_FALSE(pruning.ok());
+  EXPECT_EQ(pruning.status().code(), StatusCode::kUnavailable) << pruning.status().ToString();
+  for (const StoredMessage& m : Stored("long")) EXPECT_EQ(m.flags & kFlagPruned, 0u) << m.seq;
+  EXPECT_TRUE(stores_->jobs.List(ListOptions{})->empty());
+
+  db_options_.read_only = false;
+  Reopen();
+  Result<ContextOutcome> retry = SmallWindowContext("long");
+  ASSERT_TRUE(retry.ok()) << retry.status().ToString();
+  EXPECT_TRUE(retry->wrote);
+  EXPECT_FALSE(retry->context.report.newly_pruned_seqs.empty());
+  EXPECT_EQ(stores_->jobs.List(ListOptions{})->size(), 1u);
+}
+
 TEST_F(ServiceContextTest, UnknownSessionIsNotFound) {
   Result<ContextOutcome> out = Context("ghost");
   ASSERT_FALSE(out.ok());

@@ -238,6 +238,25 @@ TEST_F(ServiceSessionTest, AppendToUnknownSessionOrWithNoMessagesStoresNothing) 
   EXPECT_TRUE(Events("messages.appended").empty());
 }
 
+TEST_F(ServiceSessionTest, AppendThatCannotBeStoredIsUnavailableAndReleasesTheSession) {
+  ASSERT_TRUE(Create("s").ok());
+  ASSERT_TRUE(Append("s", {Message::User("one")}).status.ok());
+  db_options_.read_only = true;
+  Reopen();
+  for (int attempt = 0; attempt < 3; ++attempt) {  // the queue is released after each failure
+    AppendOutcome out = Append("s", {Message::User("two")});
+    EXPECT_EQ(out.status.code(), StatusCode::kUnavailable) << out.status.ToString();
+    EXPECT_TRUE(out.messages.empty());
+  }
+  EXPECT_EQ(services_->queue.busy_sessions(), 0u);
+  EXPECT_EQ(Stored("s").size(), 1u);
+  db_options_.read_only = false;
+  Reopen();
+  AppendOutcome ok = Append("s", {Message::User("two")});
+  ASSERT_TRUE(ok.status.ok()) << ok.status.ToString();
+  EXPECT_EQ(ok.messages[0].seq, 2);
+}
+
 TEST_F(ServiceSessionTest, GetAndMessagesNameAnUnknownSession) {
   Result<Session> missing = services_->sessions.Get("nope");
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
