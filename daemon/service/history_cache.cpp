@@ -34,7 +34,7 @@ void HistoryCache::Touch(Slot& slot, const std::string& session_id) {
 }
 
 void HistoryCache::EraseLocked(std::unordered_map<std::string, Slot>::iterator it) {
-  total_messages_ -= it->second.history->size();
+  total_messages_ -= it->second.messages;
   total_bytes_ -= it->second.bytes;
   lru_.erase(it->second.lru);
   slots_.erase(it);
@@ -67,7 +67,7 @@ HistoryCache::History HistoryCache::Put(const std::string& session_id,
   total_messages_ += shared->size();
   total_bytes_ += bytes;
   lru_.push_front(session_id);
-  slots_[session_id] = Slot{shared, bytes, lru_.begin()};
+  slots_[session_id] = Slot{shared, shared->size(), bytes, lru_.begin()};
   EvictLocked();
   return shared;
 }
@@ -86,6 +86,7 @@ void HistoryCache::Appended(const std::string& session_id, std::vector<StoredMes
   const size_t bytes = ApproxBytes(rows);
   total_messages_ += rows.size();
   total_bytes_ += bytes;
+  it->second.messages += rows.size();
   it->second.bytes += bytes;
   h.insert(h.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
   Touch(it->second, session_id);

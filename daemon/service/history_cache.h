@@ -57,6 +57,7 @@ class HistoryCache {
  private:
   struct Slot {
     History history;
+    size_t messages = 0;  // charged when cached (the vector may be borrowed meanwhile)
     size_t bytes = 0;
     std::list<std::string>::iterator lru;
   };
