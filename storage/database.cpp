@@ -134,7 +134,10 @@ class Database::Impl {
         batch.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
         queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       }
+      const int64_t changes_before = writer_->TotalChanges();
       const bool committed = RunBatch(batch);
+      // A transaction that changed no row writes no WAL frame: no fsync.
+      const bool synced = committed && writer_->TotalChanges() != changes_before;
       last_write = std::chrono::steady_clock::now();
       int64_t pending = -1;
       if (committed) {
@@ -144,10 +147,8 @@ class Database::Impl {
       {
         std::lock_guard lock(mu_);
         if (pending >= 0) pending_ = pending;
-        if (committed) {
-          ++stats_.transactions;
-          ++stats_.commits_with_fsync;
-        }
+        if (committed) ++stats_.transactions;
+        if (synced) ++stats_.commits_with_fsync;
         stats_.writes += static_cast<int64_t>(batch.size());
         stats_.max_batch = std::max(stats_.max_batch, static_cast<int64_t>(batch.size()));
         // A sync request lives on its caller's stack: once finished it may be gone.

@@ -58,7 +58,8 @@ struct WriterStats {
   int64_t failed_writes = 0;
   int64_t max_batch = 0;           // most writes seen in one transaction
   int64_t index_transactions = 0;  // committed background (indexing) transactions
-  int64_t commits_with_fsync = 0;  // every committed transaction (each fsyncs the WAL)
+  int64_t commits_with_fsync = 0;  // committed transactions that changed rows (each fsyncs
+                                   // the WAL; an empty one writes nothing)
 };
 
 // One write, running on the writer thread inside the group transaction (in its own

@@ -184,6 +184,7 @@ Result<int64_t> Connection::QueryInt(const std::string& sql) {
 }
 
 int64_t Connection::Changes() const { return sqlite3_changes64(db_); }
+int64_t Connection::TotalChanges() const { return sqlite3_total_changes64(db_); }
 int64_t Connection::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
 bool Connection::InTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
 void Connection::SetBusyTimeout(int ms) { sqlite3_busy_timeout(db_, ms); }

@@ -100,6 +100,8 @@ class Connection {
 
   // Rows changed by the last INSERT/UPDATE/DELETE, and the rowid of the last INSERT.
   int64_t Changes() const;
+  // Rows changed by every statement since the connection opened (sqlite3_total_changes64).
+  int64_t TotalChanges() const;
   int64_t LastInsertRowId() const;
   bool InTransaction() const;
   void SetBusyTimeout(int ms);
