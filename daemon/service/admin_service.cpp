@@ -86,6 +86,7 @@ void AdminService::ImportNow(std::string path, Done<ImportOutcome> done) {
   Result<MissyImportReport> report =
       missy::ImportMissy(*deps_.db, path, &counter, deps_.clock->NowMs());
   history_.Clear();
+  SearchableChanged(deps_, "");
   if (!report.ok()) return done(report.status());
   deps_.audit->Emit(AuditRecord{"import.missy", "memory", "allow", "",
                                 AuditDetail()

@@ -10,6 +10,7 @@
 #include "daemon/service/counting.h"
 #include "daemon/service/history_cache.h"
 #include "daemon/service/issued_contexts.h"
+#include "daemon/service/memory_hits_cache.h"
 #include "daemon/service/ports.h"
 #include "daemon/service/session_queue.h"
 #include "storage/database.h"
@@ -160,11 +161,22 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
     search.exclude_session_id = id;  // this session's history is already in the context
     search.max_results = 10;
     search.wait_for_index = false;  // never wait for a commit on the context path
-    Result<std::vector<MemoryHit>> hits = missy::Search(*deps_.db, search);
-    if (hits.ok()) {
-      input.memory = std::move(*hits);
+    const int64_t now = deps_.clock->NowMs();
+    std::optional<std::vector<MemoryHit>> cached;
+    if (deps_.memory_hits != nullptr) cached = deps_.memory_hits->Find(id, search.query, now);
+    if (cached) {
+      input.memory = std::move(*cached);
     } else {
-      spdlog::warn("memory search failed for session {}: {}", id, hits.status().ToString());
+      const uint64_t stamp = deps_.memory_hits != nullptr ? deps_.memory_hits->Stamp(id) : 0;
+      Result<std::vector<MemoryHit>> hits = missy::Search(*deps_.db, search);
+      if (hits.ok()) {
+        input.memory = std::move(*hits);
+        if (deps_.memory_hits != nullptr) {
+          deps_.memory_hits->Put(id, search.query, stamp, now, input.memory);
+        }
+      } else {
+        spdlog::warn("memory search failed for session {}: {}", id, hits.status().ToString());
+      }
     }
   }
 

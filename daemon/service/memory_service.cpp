@@ -34,8 +34,9 @@ void MemoryService::Add(MemoryItem item, Done<MemoryItem> done) {
             txn, AuditRecord{"memory.added", "memory", "allow", out->session_id,
                              AuditDetail().Add("id", out->id).Add("chars", out->text.size())});
       },
-      [out, done = std::move(done)](Status st) {
+      [this, out, done = std::move(done)](Status st) {
         if (!st.ok()) return done(st);
+        SearchableChanged(deps_, "");
         done(std::move(*out));
       });
 }
@@ -58,8 +59,9 @@ void MemoryService::Delete(std::string id, Done<std::string> done) {
         return deps_.audit->Append(txn, AuditRecord{"memory.deleted", "memory", "allow", "",
                                                     AuditDetail().Add("id", *shared)});
       },
-      [shared, done = std::move(done)](Status st) {
+      [this, shared, done = std::move(done)](Status st) {
         if (!st.ok()) return done(st);
+        SearchableChanged(deps_, "");
         done(*shared);
       });
 }

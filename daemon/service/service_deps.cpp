@@ -1,9 +1,14 @@
 #include "daemon/service/service_deps.h"
 
+#include "daemon/service/memory_hits_cache.h"
 #include "daemon/service/worker_pool.h"
 #include "storage/database.h"
 
 namespace missy {
+
+void SearchableChanged(const ServiceDeps& deps, const std::string& session_id) {
+  if (deps.memory_hits != nullptr) deps.memory_hits->ContentChanged(session_id);
+}
 
 void RunOnWorker(const ServiceDeps& deps, std::function<void()> task) {
   if (deps.workers == nullptr) return task();

@@ -16,6 +16,7 @@ class AuditBus;
 class Clock;
 class Database;
 class IdSource;
+class MemoryHitsCache;
 class TokenizerRegistry;
 class Txn;
 class WorkerPool;
@@ -48,8 +49,12 @@ struct ServiceDeps {
   const TokenizerRegistry* tokenizers = nullptr;  // null: every count is heuristic
   AuditBus* audit = nullptr;
   ConfigHolder* config = nullptr;
-  WorkerPool* workers = nullptr;  // where continuations run after a commit (null: inline)
+  WorkerPool* workers = nullptr;           // where continuations run after a commit (null: inline)
+  MemoryHitsCache* memory_hits = nullptr;  // told of every searchable change (null: none)
 };
+
+// Tells deps.memory_hits that searchable content changed (see memory_hits_cache.h).
+void SearchableChanged(const ServiceDeps& deps, const std::string& session_id);
 
 // Queues `fn` for the next group commit and returns at once; `done` runs after the
 // commit (or the failure) on deps.workers — never on the storage writer's thread when

@@ -8,6 +8,7 @@
 #include "daemon/service/context_service.h"
 #include "daemon/service/history_cache.h"
 #include "daemon/service/issued_contexts.h"
+#include "daemon/service/memory_hits_cache.h"
 #include "daemon/service/memory_service.h"
 #include "daemon/service/service_deps.h"
 #include "daemon/service/session_queue.h"
@@ -22,7 +23,7 @@ namespace missy {
 struct Services {
   explicit Services(const ServiceDeps& d,
                     size_t history_cache_bytes = HistoryCache::kDefaultMaxBytes)
-      : deps(WithWorkers(d, &workers)),
+      : deps(WithShared(d, &workers, &memory_hits)),
         history(history_cache_bytes),
         sessions(deps, history, queue),
         context(deps, history, queue, issued),
@@ -43,6 +44,7 @@ struct Services {
   Services& operator=(const Services&) = delete;
 
   ServiceDeps deps;
+  MemoryHitsCache memory_hits;
   HistoryCache history;
   SessionQueue queue;
   IssuedContexts issued;
@@ -55,8 +57,9 @@ struct Services {
   WorkerPool workers{2};  // last: joined first (its tasks use the members above)
 
  private:
-  static ServiceDeps WithWorkers(ServiceDeps d, WorkerPool* pool) {
+  static ServiceDeps WithShared(ServiceDeps d, WorkerPool* pool, MemoryHitsCache* hits) {
     d.workers = pool;
+    d.memory_hits = hits;
     return d;
   }
 };

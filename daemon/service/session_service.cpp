@@ -198,6 +198,7 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
             out.messages.push_back(AppendedMessage{m.seq, m.tokens, m.flags});
           }
           history_.Appended(id, std::move(state->stored));
+          SearchableChanged(deps_, id);
           release();
           Result<Session> after = Get(id);
           if (!after.ok()) return state->done(Failed(after.status()));

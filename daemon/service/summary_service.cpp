@@ -72,8 +72,9 @@ void SummaryService::Commit(SummaryRecord summary, Done<SummaryRecord> done) {
                                  .Add("last_seq", out->last_seq)
                                  .Add("tokens", out->tokens)});
       },
-      [out, done = std::move(done)](Status st) {
+      [this, out, done = std::move(done)](Status st) {
         if (!st.ok()) return done(st);
+        SearchableChanged(deps_, out->session_id);
         done(std::move(*out));
       });
 }
