@@ -23,6 +23,7 @@
 
 #include "core/assembler.h"
 #include "core/context_checks.h"
+#include "core/message_json.h"
 
 namespace {
 

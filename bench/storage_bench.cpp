@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/message.h"
+#include "core/message_json.h"
 #include "storage/database.h"
 #include "storage/search.h"
 #include "storage/stores.h"

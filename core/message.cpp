@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include "core/message_json.h"
+
 namespace missy {
 
 namespace json = boost::json;

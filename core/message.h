@@ -4,7 +4,6 @@
 // stay parts, null content stays null).
 #pragma once
 
-#include <boost/json/fwd.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -62,9 +61,7 @@ struct Message {
   bool operator==(const Message&) const = default;
 };
 
-// Parses one message. `field` is the path used in errors, e.g. "messages[3]".
-Result<Message> ParseMessage(const boost::json::value& v, std::string_view field = "message");
-boost::json::object MessageToJson(const Message& m);
+// ParseMessage and MessageToJson: core/message_json.h.
 
 // Content and tool calls as JSON text, the form storage keeps them in.
 std::string ContentToJsonText(const Message& m);                      // "\"hi\"", "[...]" or "null"

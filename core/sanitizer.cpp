@@ -4,6 +4,8 @@
 #include <boost/json.hpp>
 #include <unordered_set>
 
+#include "core/message_json.h"
+
 namespace missy {
 
 std::string_view DropReasonName(DropReason reason) {

@@ -6,7 +6,6 @@
 // with PicoClaw's semantics, and says what it dropped and why. Pure functions.
 #pragma once
 
-#include <boost/json/object.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -89,7 +88,7 @@ struct AppendWarning {
                              // empty_call_id | duplicate_call_id
   std::string message;       // "tool result for call_9 answers no open call"
 };
-boost::json::object AppendWarningToJson(const AppendWarning& w);
+// AppendWarningToJson: core/message_json.h.
 
 struct AppendValidation {
   std::vector<uint32_t> flags;  // one per batch message: kFlagOrphanResult,

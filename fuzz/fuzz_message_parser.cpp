@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/message.h"
+#include "core/message_json.h"
 #include "fuzz/fuzz_check.h"
 
 namespace {

@@ -1,5 +1,6 @@
 // /v1/sessions/{id}/context, /v1/sessions/{id}/usage
 #include "core/context_report_json.h"
+#include "core/message_json.h"
 #include "daemon/http/api.h"
 #include "daemon/service/services.h"
 

@@ -4,6 +4,7 @@
 #include <boost/json/object.hpp>
 
 #include "core/message.h"
+#include "core/message_json.h"
 #include "core/session.h"
 #include "storage/records.h"
 

@@ -2,6 +2,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include "core/message_json.h"
 #include "core/sanitizer.h"
 #include "daemon/http/api.h"
 #include "daemon/http/encode.h"

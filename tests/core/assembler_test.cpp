@@ -6,6 +6,7 @@
 
 #include "context_test_helpers.h"
 #include "core/context_report_json.h"
+#include "core/message_json.h"
 #include "core/sanitizer.h"
 
 namespace missy {

@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 
+#include "core/message_json.h"
+
 namespace missy {
 namespace {
 

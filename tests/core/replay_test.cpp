@@ -15,6 +15,7 @@
 #include "core/assembler.h"
 #include "core/context_checks.h"
 #include "core/groups.h"
+#include "core/message_json.h"
 #include "core/sanitizer.h"
 #include "test_util.h"
 

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include "context_test_helpers.h"
+#include "core/message_json.h"
 
 namespace missy {
 namespace {
