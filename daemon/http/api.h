@@ -1,6 +1,6 @@
 // Api: the /v1 HTTP+JSON routes (docs/API.md) over the service layer. Each handler
 // parses the request, calls one use case and encodes its answer; answers that wait
-// for a commit complete later, from the storage writer's thread, through the
+// for a commit complete later, from a service worker thread, through the
 // connection's HttpExchange. Thread-safe. Routes are registered per resource
 // (sessions_routes.cpp, context_routes.cpp, memory_routes.cpp, admin_routes.cpp).
 #pragma once

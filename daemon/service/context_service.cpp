@@ -224,7 +224,7 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
 
   if (report.newly_pruned_seqs.empty() && !want_job) {
     // Nothing durable changed: answer now; the event (and the anchor) commit afterwards.
-    release();
+    RunOnWorker(deps_, release);  // the session's next task runs beside this answer
     auto event = std::make_shared<AuditRecord>(std::move(built));
     CommitAsync(
         deps_,

@@ -64,8 +64,8 @@ void CommitAsync(const ServiceDeps& deps, std::function<Status(Txn&)> fn,
 // Runs `task` on deps.workers (inline when there is none).
 void RunOnWorker(const ServiceDeps& deps, std::function<void()> task);
 
-// How an asynchronous use case answers: exactly once, on any thread (often the
-// storage writer's, right after the commit). The callee must not block in it.
+// How an asynchronous use case answers: exactly once, on any thread (the caller's when
+// nothing had to commit, else a worker's right after the commit). It must not block.
 template <typename T>
 using Done = std::function<void(Result<T>)>;
 

@@ -199,8 +199,8 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
           }
           history_.Appended(id, std::move(state->stored));
           SearchableChanged(deps_, id);
-          release();
-          Result<Session> after = Get(id);
+          Result<Session> after = Get(id);  // before the next append of the session starts
+          RunOnWorker(deps_, release);      // the next task runs beside this answer
           if (!after.ok()) return state->done(Failed(after.status()));
           out.session = std::move(*after);
           state->done(std::move(out));
