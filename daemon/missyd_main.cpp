@@ -223,9 +223,6 @@ int main(int argc, char** argv) {
     Notify("READY=1");
     srv->Run();
     Notify("STOPPING=1");
-    // Answers still being committed finish before the services they call back go away.
-    (void)(*db)->Write([](Txn&) { return Status::Ok(); });
-    (void)(*db)->Write([](Txn&) { return Status::Ok(); });
     (void)audit.EmitAndWait(AuditRecord{"daemon.stopped", "daemon", "allow", "", AuditDetail()});
     spdlog::info("missyd stopped");
     return 0;

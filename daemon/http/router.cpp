@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "core/utf8.h"
 #include "daemon/audit/audit_bus.h"
 #include "daemon/service/session_service.h"
 
@@ -30,14 +29,14 @@ void Call::Reject(int http, std::string_view code, const std::string& message) {
 
 void Call::Fail(const Status& status, std::string_view session_id, const json::object* extra) {
   const int http = HttpStatusOf(status.code());
-  const std::string message = ToValidUtf8(status.message());  // may echo the path or query
+  const std::string message = status.message();
   Audit(http, ApiCodeOf(status.code()), message, status.field(), session_id);
   if (http >= 500) {
     spdlog::error("{} {} -> {} {}", request.method, target.path, http, status.ToString());
   } else {
     spdlog::info("{} {} -> {} {}", request.method, target.path, http, status.ToString());
   }
-  json::object body = ErrorBody(ApiCodeOf(status.code()), message, ToValidUtf8(status.field()));
+  json::object body = ErrorBody(ApiCodeOf(status.code()), message, status.field());
   if (extra != nullptr) {
     for (const auto& kv : *extra) body[kv.key()] = kv.value();
   }
@@ -94,9 +93,9 @@ void Router::Handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange)
     return;
   }
   if (!allowed.empty()) {
-    return call->Reject(405, "method_not_allowed",
-                        ToValidUtf8(call->request.method) +
-                            " is not allowed on this path (allowed: " + allowed + ")");
+    return call->Reject(
+        405, "method_not_allowed",
+        call->request.method + " is not allowed on this path (allowed: " + allowed + ")");
   }
   const bool v1 = !segments.empty() && segments[0] == "v1";
   call->Fail(Status::NotFound("no route for " + call->request.method + " " + call->target.path +

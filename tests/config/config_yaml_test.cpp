@@ -310,19 +310,6 @@ providers:
   EXPECT_EQ(v.at("providers").at("ollama").at("api_key").as_string(), "");
 }
 
-TEST(ConfigYamlTest, EffectiveConfigJsonMirrorsYamlKeys) {
-  DaemonConfig c = ParseOrDie("context: {budget: {total: 12345}, tokenizer: heuristic}");
-  json::value v = json::parse(EffectiveConfigJson(c));
-  EXPECT_EQ(v.at("missy_home").as_string(), kHome);
-  const json::value& ctx = v.at("context");
-  EXPECT_EQ(ctx.at("socket").as_string(), "/home/u/.missy/missyd.sock");
-  EXPECT_EQ(ctx.at("budget").at("total").as_int64(), 12345);
-  EXPECT_EQ(ctx.at("tokenizer").as_string(), "heuristic");
-  EXPECT_EQ(ctx.at("pruning").at("minimum_freed").as_int64(), 20000);
-  EXPECT_DOUBLE_EQ(ctx.at("calibration").at("max_ratio").as_double(), 1.6);
-  EXPECT_EQ(ctx.at("models").as_array().size(), ModelTable::Builtin().rows().size());
-}
-
 TEST(ConfigYamlTest, ModelRowsMergeWithBuiltins) {
   DaemonConfig c = ParseOrDie(R"(
 context:
