@@ -6,6 +6,10 @@
 // backlog left when the writers stopped, how long the first search took to catch the
 // index up, and the CPU per message including that indexing.
 //   storage_bench [--seconds S] [--dir DIR] [--search-messages N] [--search-only]
+//                 [--append-only] [--group-only] [--writers N] [--batch N] [--repeat N]
+// --group-only, --writers and --batch keep only the group-commit rows / the rows with
+// that many writers / messages per call; --repeat runs each append row N times (the
+// disk's fsync latency swings between runs); --append-only skips the search part.
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -351,10 +355,23 @@ int main(int argc, char** argv) {
   std::string dir;
   int search_messages = 100000;
   bool search_only = false;
+  bool append_only = false;
+  int only_writers = 0, only_batch = 0, repeat = 1;
+  bool group_only = false;
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
     if (!std::strcmp(argv[i], "--search-only")) {
       search_only = true;
+    } else if (!std::strcmp(argv[i], "--append-only")) {
+      append_only = true;
+    } else if (!std::strcmp(argv[i], "--group-only")) {
+      group_only = true;
+    } else if (!std::strcmp(argv[i], "--writers") && has_value) {
+      only_writers = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--batch") && has_value) {
+      only_batch = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--repeat") && has_value) {
+      repeat = std::max(1, std::atoi(argv[++i]));
     } else if (!std::strcmp(argv[i], "--seconds") && has_value) {
       seconds = std::atof(argv[++i]);
     } else if (!std::strcmp(argv[i], "--dir") && has_value) {
@@ -362,9 +379,10 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--search-messages") && has_value) {
       search_messages = std::atoi(argv[++i]);
     } else {
-      std::fprintf(
-          stderr,
-          "usage: storage_bench [--seconds S] [--dir DIR] [--search-messages N] [--search-only]\n");
+      std::fprintf(stderr,
+                   "usage: storage_bench [--seconds S] [--dir DIR] [--search-messages N] "
+                   "[--search-only] [--append-only] [--group-only] [--writers N] [--batch N] "
+                   "[--repeat N]\n");
       return 2;
     }
   }
@@ -401,18 +419,23 @@ int main(int argc, char** argv) {
   };
   for (const Row& row : rows) {
     if (search_only) break;
-    AppendResult r = RunAppends(dir, row.writers, row.batch, row.max_batch, seconds,
-                                row.trajectory ? corpus.trajectory : corpus.chat);
-    std::printf(
-        "  %-18s %-11s %7d %6d %12.0f %10.0f %9.2f %9.2f %10.1f %10.1f | %8lld %8lld %9.1f "
-        "%12.1f\n",
-        row.mode, row.trajectory ? "trajectory" : "chat", row.writers, row.batch, r.msgs_per_s,
-        r.calls_per_s, r.p50_ms, r.p99_ms, r.avg_group, r.cpu_us_per_msg,
-        static_cast<long long>(r.backlog), static_cast<long long>(r.index_transactions),
-        r.catch_up_ms, r.cpu_us_per_msg_indexed);
-    std::fflush(stdout);
+    if (only_writers > 0 && row.writers != only_writers) continue;
+    if (only_batch > 0 && row.batch != only_batch) continue;
+    if (group_only && row.max_batch == 1) continue;
+    for (int run = 0; run < repeat; ++run) {
+      AppendResult r = RunAppends(dir, row.writers, row.batch, row.max_batch, seconds,
+                                  row.trajectory ? corpus.trajectory : corpus.chat);
+      std::printf(
+          "  %-18s %-11s %7d %6d %12.0f %10.0f %9.2f %9.2f %10.1f %10.1f | %8lld %8lld %9.1f "
+          "%12.1f\n",
+          row.mode, row.trajectory ? "trajectory" : "chat", row.writers, row.batch, r.msgs_per_s,
+          r.calls_per_s, r.p50_ms, r.p99_ms, r.avg_group, r.cpu_us_per_msg,
+          static_cast<long long>(r.backlog), static_cast<long long>(r.index_transactions),
+          r.catch_up_ms, r.cpu_us_per_msg_indexed);
+      std::fflush(stdout);
+    }
   }
-  SearchBench(dir, corpus, search_messages);
+  if (!append_only) SearchBench(dir, corpus, search_messages);
   if (own_dir) fs::remove_all(dir);
   return 0;
 }
