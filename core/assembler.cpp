@@ -105,38 +105,6 @@ class Renderer {
   const MessageTokenCounter& counter_;
 };
 
-// Merged, sorted seq ranges; Covers() is called with increasing seqs.
-class Coverage {
- public:
-  void Add(int64_t first, int64_t last) {
-    if (first <= last) ranges_.push_back({first, last});
-  }
-  void Finish() {
-    std::sort(ranges_.begin(), ranges_.end());
-    std::vector<std::pair<int64_t, int64_t>> merged;
-    for (const auto& r : ranges_) {
-      if (!merged.empty() && r.first <= merged.back().second + 1) {
-        merged.back().second = std::max(merged.back().second, r.second);
-      } else {
-        merged.push_back(r);
-      }
-    }
-    ranges_ = std::move(merged);
-  }
-  bool Covers(int64_t seq) const {
-    auto it =
-        std::upper_bound(ranges_.begin(), ranges_.end(),
-                         std::pair<int64_t, int64_t>{seq, std::numeric_limits<int64_t>::max()});
-    if (it == ranges_.begin()) return false;
-    --it;
-    return seq >= it->first && seq <= it->second;
-  }
-  bool empty() const { return ranges_.empty(); }
-
- private:
-  std::vector<std::pair<int64_t, int64_t>> ranges_;
-};
-
 std::string JoinSystem(const std::string& base, const std::string& memory,
                        const std::string& learnings) {
   std::string out = base;
@@ -210,6 +178,8 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
     return i < n_hist ? in.history[i].message : *in.new_message;
   };
   SanitizeResult sanitized = SanitizeForProvider(n_all, at);
+  const FoldedHistory* folded = in.folded != nullptr && !in.folded->empty() ? in.folded : nullptr;
+  if (folded != nullptr) r.sanitized = folded->sanitized();
   for (const DroppedMessage& d : sanitized.dropped) {
     r.sanitized.push_back({d.index < n_hist ? in.history[d.index].seq : 0, d.tool_call_id,
                            std::string(DropReasonName(d.reason)), d.detail});
@@ -238,14 +208,14 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
   const std::vector<GroupSpan> groups = ComputeGroups(n_entries, entry_at);
 
   // 3. Coverage by any given summary (for the demand and the pruning decision).
-  Coverage any_summary;
-  for (const SummaryView& s : in.summaries) any_summary.Add(s.first_seq, s.last_seq);
-  any_summary.Finish();
+  SeqRanges any_summary;
+  for (const SummaryView& s : in.summaries) any_summary.push_back({s.first_seq, s.last_seq});
+  any_summary = MergeRanges(std::move(any_summary));
   std::vector<char> covered_any(n_entries, 0);
   for (const GroupSpan& g : groups) {
     bool covered = false;
     for (size_t i = g.begin; i < g.end && !covered; ++i) {
-      covered = !entries[i].is_new && any_summary.Covers(entries[i].seq);
+      covered = !entries[i].is_new && RangesCover(any_summary, entries[i].seq);
     }
     if (covered) std::fill(covered_any.begin() + g.begin, covered_any.begin() + g.end, 1);
   }
@@ -279,32 +249,50 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
     if (!e.is_new) ++r.uncovered_messages;
     demand += sent_estimate(e);
   }
+  const FoldedStatsKey folded_key{in.tool_output_max_tokens + kTruncationSlack,
+                                  counter.options().per_message_overhead + placeholder_tokens,
+                                  any_summary};
+  const FoldedStats* folded_stats = folded != nullptr ? &folded->Stats(folded_key) : nullptr;
+  if (folded_stats != nullptr) {
+    r.uncovered_messages += folded_stats->uncovered;
+    demand += folded_stats->demand;
+  }
 
   // 5. Old tool output pruning (rule 5), decided over the uncovered history.
   if (demand > r.threshold_tokens && in.pruning.enabled) {
-    std::vector<PruneEntry> prune_entries;
-    prune_entries.reserve(n_hist_entries);
-    std::vector<size_t> prune_index;
-    for (size_t i = 0; i < n_hist_entries; ++i) {
-      if (covered_any[i]) continue;
-      const Entry& e = entries[i];
+    PruneWalk walk(in.pruning);
+    std::vector<size_t> walked;  // entries stepped, newest first
+    for (size_t i = n_hist_entries; i > 0; --i) {
+      if (covered_any[i - 1]) continue;
+      const Entry& e = entries[i - 1];
       PruneEntry p;
       p.seq = e.seq;
       p.role = e.msg->role;
       p.tokens = sent_estimate(e);
       p.already_pruned = e.pruned;
       p.pruned_tokens = (p.role == Role::kTool && !e.pruned) ? pruned_cost(e) : p.tokens;
-      prune_entries.push_back(p);
-      prune_index.push_back(i);
+      walk.Step(p);
+      walked.push_back(i - 1);
     }
-    PruneDecision decision = DecidePruning(prune_entries, in.pruning);
-    if (!decision.seqs.empty()) {
-      size_t k = 0;
-      for (size_t j = 0; j < prune_entries.size() && k < decision.seqs.size(); ++j) {
-        if (prune_entries[j].seq == decision.seqs[k]) {
-          entries[prune_index[j]].pruned = true;
-          ++k;
+    if (folded_stats != nullptr) {
+      if (walk.saturated()) {
+        walk.AddSaturated(folded_stats->prunable_seqs, folded_stats->prunable_freed);
+      } else {
+        const std::vector<FoldedCost> costs = folded->UncoveredCosts(folded_key);
+        for (auto it = costs.rbegin(); it != costs.rend(); ++it) {
+          walk.Step({it->message->seq, it->message->role, it->sent, it->pruned,
+                     it->message->role == Role::kTool && (it->message->flags & kFlagPruned)});
         }
+      }
+    }
+    PruneDecision decision = walk.Finish();
+    if (!decision.seqs.empty()) {
+      // Both ascending: mark the window's entries among the decided seqs.
+      size_t k = 0;
+      for (auto w = walked.rbegin(); w != walked.rend(); ++w) {
+        Entry& e = entries[*w];
+        while (k < decision.seqs.size() && decision.seqs[k] < e.seq) ++k;
+        if (k < decision.seqs.size() && decision.seqs[k] == e.seq) e.pruned = true;
       }
       r.newly_pruned_seqs = std::move(decision.seqs);
       r.pruned_freed_tokens = decision.freed_tokens;
@@ -322,6 +310,11 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
   const int64_t cap = in.tool_output_max_tokens;
   size_t tail_start = FreshTailStart(n_hist_entries, entry_at, b.fresh_tail_count);
   if (tail_start > n_hist_entries) tail_start = n_hist_entries;
+  const bool folded_kept = folded_stats != nullptr && folded_stats->kept > 0;
+  if (folded_kept && tail_start == 0) {
+    ctx.needs_more_history = true;  // the tail may reach into the folded part
+    return ctx;
+  }
   std::vector<int64_t> tail_cap(n_entries, cap);  // per-entry cap inside the tail
   auto tail_tokens = [&]() {
     int64_t sum = 0;
@@ -441,7 +434,7 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
 
   // 8. Summaries, oldest first; skip (do not stop at) one that does not fit (rule 2).
   std::vector<Message> summary_messages;
-  Coverage included;
+  SeqRanges included;
   for (const SummaryView& s : in.summaries) {
     Message m = Message::User(SummaryHeader(s) + "\n" + s.text);
     const int64_t t = counter.CountMessage(m);
@@ -450,14 +443,14 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
       r.summary_tokens += t;
       ++r.summaries_included;
       r.included_summary_ids.push_back(s.id);
-      included.Add(s.first_seq, s.last_seq);
+      included.push_back({s.first_seq, s.last_seq});
       summary_messages.push_back(std::move(m));
     } else {
       ++r.summaries_skipped;
       r.skipped_summary_ids.push_back(s.id);
     }
   }
-  included.Finish();
+  included = MergeRanges(std::move(included));
 
   // 9. Evictable prefix, newest first by whole groups (rule 3). A group covered by an
   // included summary is not repeated, and the fill stops there: raw messages older than
@@ -473,7 +466,7 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
     while (first_gi > 0 && groups[first_gi - 1].begin >= tail_start) --first_gi;
     auto covered_group = [&](const GroupSpan& g) {
       for (size_t i = g.begin; i < g.end; ++i) {
-        if (included.Covers(entries[i].seq)) return true;
+        if (RangesCover(included, entries[i].seq)) return true;
       }
       return false;
     };
@@ -485,10 +478,25 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
       }
       return t;
     };
+    // When a walk back over the groups runs out of `history`, the folded part's newest
+    // group comes next: the walk would stop there only if a summary included covers it
+    // (or, for the anchor walk, if it starts before the anchor). Otherwise the result
+    // depends on folded content.
+    const std::optional<FoldedHistory::LastGroup> folded_last =
+        folded_kept ? folded->LastKeptGroup(included) : std::nullopt;
+    auto ran_out = [&](bool before_anchor_stops) {
+      if (!folded_last || folded_last->covered) return;
+      if (before_anchor_stops && folded_last->first_seq < in.eviction.anchor_seq) return;
+      ctx.needs_more_history = true;
+    };
     // Newest-first fill within `room`; returns the tokens used.
     auto fill = [&](int64_t room) {
       int64_t used = 0;
-      for (size_t gi = first_gi; gi > 0; --gi) {
+      for (size_t gi = first_gi;; --gi) {
+        if (gi == 0) {
+          ran_out(false);
+          break;
+        }
         const GroupSpan& g = groups[gi - 1];
         if (covered_group(g)) break;
         const int64_t t = group_tokens(g);
@@ -503,7 +511,11 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
     if (anchor > 0) {
       int64_t from_anchor = 0;
       size_t anchor_from = tail_start;
-      for (size_t gi = first_gi; gi > 0; --gi) {
+      for (size_t gi = first_gi;; --gi) {
+        if (gi == 0) {
+          ran_out(true);
+          break;
+        }
         const GroupSpan& g = groups[gi - 1];
         if (entries[g.begin].seq < anchor || covered_group(g)) break;
         from_anchor += group_tokens(g);
@@ -523,6 +535,7 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
     }
     if (!done) remaining -= fill(remaining);
   }
+  if (ctx.needs_more_history) return ctx;
 
   // 10. Output, and the rest of the report.
   if (!ctx.system.empty()) ctx.messages.push_back(Message::System(ctx.system));
@@ -545,11 +558,16 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
   r.first_kept_seq = ctx.kept_seqs.empty() ? 0 : ctx.kept_seqs.front();
   r.first_fresh_seq = tail_start < n_hist_entries ? entries[tail_start].seq : 0;
   for (size_t i = 0; i < keep_from; ++i) {
-    if (included.Covers(entries[i].seq)) {
+    if (RangesCover(included, entries[i].seq)) {
       ++r.covered_messages;
     } else {
       ++r.dropped_messages;
     }
+  }
+  if (folded_kept) {
+    const int64_t covered = folded->CountKeptIn(included);
+    r.covered_messages += covered;
+    r.dropped_messages += folded_stats->kept - covered;
   }
   r.used_tokens =
       system_side + r.tool_tokens + r.summary_tokens + r.history_tokens + r.new_message_tokens;

@@ -22,6 +22,7 @@
 
 #include "core/budget.h"
 #include "core/context_types.h"
+#include "core/folded_history.h"
 #include "core/message.h"
 #include "core/pruning.h"
 #include "core/status.h"
@@ -48,7 +49,10 @@ struct ContextInput {
   int64_t max_output_tokens = 0;
   std::string system_prompt;           // base system prompt (empty = none known)
   int64_t tool_tokens = -1;            // measured tool definitions; -1 = unknown (reserve applies)
-  std::vector<StoredMessage> history;  // whole session history, seq order
+  std::vector<StoredMessage> history;  // the session's history after `folded`, seq order
+  // The history before `history`, without content (core/folded_history.h). Null or
+  // empty: `history` is the whole history. Otherwise `history` starts with a user message.
+  const FoldedHistory* folded = nullptr;
   std::vector<SummaryView> summaries;  // oldest first
   std::vector<MemoryHit> memory;       // most relevant first
   std::vector<Learning> learnings;     // newest first
@@ -62,15 +66,6 @@ struct ContextInput {
   int64_t min_tool_output_tokens = 128;  // floor when the fresh tail must be squeezed (rule 1)
   int64_t max_learnings = 5;             // at most this many learnings, as many as fit
   EvictionOptions eviction;              // cache-friendly eviction (off unless anchored)
-};
-
-// A message left out by the read-time sanitizer (core/sanitizer.h).
-struct SanitizedItem {
-  int64_t seq = 0;  // 0: the new message
-  std::string tool_call_id;
-  std::string reason;  // orphan_result | duplicate_result | unanswered_call | empty_call_id |
-                       // duplicate_call_id | invalid_predecessor | call_dropped
-  std::string detail;
 };
 
 // A tool output shortened middle-out in this context (rule 6, or rule 1 in the tail).
@@ -125,8 +120,14 @@ struct AssembledContext {
   std::string system;             // the enriched system prompt alone (Anthropic-style)
   ContextReport report;
   std::vector<int64_t> kept_seqs;  // stored messages included, in order
+  // The fill, the fresh tail or the eviction anchor reached the start of `history` while
+  // folded messages could still have been kept: the rest of the result is not what the
+  // whole history gives. Unfold more of the history and assemble again.
+  bool needs_more_history = false;
 };
 
+// With a folded part, the result (messages and report) is exactly the one the whole
+// history gives, unless needs_more_history is set.
 // Fails with InvalidArgument for an invalid budget and ContextOverflow (with the
 // numbers) when the system prompt and tool definitions, or the last turn, cannot fit.
 // Stored tokens must come from the same counter (0 = unknown: counted here).

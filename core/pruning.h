@@ -46,6 +46,30 @@ struct PruneDecision {
 // pruned results are skipped (they count neither toward the protected total nor freed).
 PruneDecision DecidePruning(std::span<const PruneEntry> entries, const PruningOptions& options);
 
+// DecidePruning as a walk fed one entry at a time, newest first, so that a caller can feed
+// part of the history in bulk (the assembler's folded part: core/folded_history.h).
+class PruneWalk {
+ public:
+  explicit PruneWalk(const PruningOptions& options) : options_(options) {}
+  void Step(const PruneEntry& e);
+  // True once the protection is used up: every further tool result that is not pruned
+  // and is larger than its placeholder becomes a candidate.
+  bool saturated() const {
+    return user_turns_ >= options_.protect_user_turns && tool_total_ > options_.protect_tool_tokens;
+  }
+  // Candidates older than every entry stepped so far, known in bulk (only when saturated()).
+  void AddSaturated(std::span<const int64_t> ascending_seqs, int64_t freed_tokens);
+  PruneDecision Finish();
+
+ private:
+  PruningOptions options_;
+  int64_t user_turns_ = 0;
+  int64_t tool_total_ = 0;
+  std::vector<int64_t> newest_first_;    // candidates stepped, newest first
+  std::vector<int64_t> bulk_ascending_;  // candidates added in bulk (older than all stepped)
+  int64_t freed_ = 0;
+};
+
 // The message as rendered once pruned: same role, id and name, placeholder content.
 Message PrunedMessage(const Message& m);
 
