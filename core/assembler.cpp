@@ -343,7 +343,11 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
     // (b) Shorten to the last safe boundary: drop the oldest tail groups, never past the
     // start of the last turn (the last user message; the last group when there is none).
     size_t last_turn = LastTurnStart(n_entries, entry_at);
-    if (last_turn == n_entries) last_turn = newest_group_start;
+    if (last_turn == n_entries) {
+      // No user message here: the last turn starts in the folded part (before the tail,
+      // so nothing may be dropped), or there is none (the newest group instead).
+      last_turn = folded_stats != nullptr && folded->has_kept_user() ? 0 : newest_group_start;
+    }
     size_t gi = 0;
     while (gi < groups.size() && groups[gi].begin < tail_start) ++gi;
     while (tail > r.available && gi + 1 < groups.size() && groups[gi + 1].begin <= last_turn) {

@@ -51,7 +51,8 @@ struct ContextInput {
   int64_t tool_tokens = -1;            // measured tool definitions; -1 = unknown (reserve applies)
   std::vector<StoredMessage> history;  // the session's history after `folded`, seq order
   // The history before `history`, without content (core/folded_history.h). Null or
-  // empty: `history` is the whole history. Otherwise `history` starts with a user message.
+  // empty: `history` is the whole history. Otherwise `history` starts with a safe cut
+  // (IsSafeFoldCut).
   const FoldedHistory* folded = nullptr;
   std::vector<SummaryView> summaries;  // oldest first
   std::vector<MemoryHit> memory;       // most relevant first

@@ -49,6 +49,7 @@ void FoldedHistory::Fold(std::span<const StoredMessage> messages,
     if (f.kept) ++k;
     f.kept_rank = rank;
     if (f.kept) ++rank;
+    if (f.kept && f.role == Role::kUser) ++kept_users_;
     if (f.role == Role::kTool) {
       f.id_name_tokens =
           counter.CountText(sm.message.tool_call_id) + counter.CountText(sm.message.name);
@@ -65,6 +66,9 @@ void FoldedHistory::Unfold(int64_t first_seq) {
   memo_key_.reset();
   auto m = std::lower_bound(messages_.begin(), messages_.end(), first_seq,
                             [](const FoldedMessage& f, int64_t s) { return f.seq < s; });
+  for (auto it = m; it != messages_.end(); ++it) {
+    if (it->kept && it->role == Role::kUser) --kept_users_;
+  }
   messages_.erase(m, messages_.end());
   auto d = std::lower_bound(sanitized_.begin(), sanitized_.end(), first_seq,
                             [](const SanitizedItem& x, int64_t s) { return x.seq < s; });

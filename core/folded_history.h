@@ -3,11 +3,12 @@
 // flags and whether the read-time sanitizer keeps them), so that a context costs what
 // its kept window costs, not what the whole stored history costs.
 //
-// A folded part always ends right before a user message (or at the end of the history):
-// the read-time sanitizer's state is the same after every user message, so sanitizing
+// A folded part always ends right before a safe cut (IsSafeFoldCut: a user, system or
+// plain assistant message) or at the end of the history: the read-time sanitizer keeps
+// such a message whatever came before and its state after it is the same, so sanitizing
 // the folded part alone gives exactly the decisions a pass over the whole history gives
-// there. Not thread-safe (Stats memoizes): its owner serialises use, as a session's
-// queue does for the cached history.
+// there, and the part after it can be sanitized alone too. Not thread-safe (Stats memoizes): its
+// owner serialises use, as a session's queue does for the cached history.
 #pragma once
 
 #include <cstddef>
@@ -43,6 +44,12 @@ struct FoldedMessage {
   int64_t kept_rank = 0;  // kept messages before this one
 };
 
+// Whether a history may be folded right before `m`: not a tool result, not an assistant
+// message with tool calls.
+inline bool IsSafeFoldCut(const Message& m) {
+  return m.role != Role::kTool && !(m.role == Role::kAssistant && m.HasToolCalls());
+}
+
 // Merged, sorted, inclusive seq ranges (of summaries).
 using SeqRanges = std::vector<std::pair<int64_t, int64_t>>;
 SeqRanges MergeRanges(SeqRanges ranges);
@@ -77,7 +84,7 @@ struct FoldedStats {
 class FoldedHistory {
  public:
   // Folds the next messages (with content, in seq order). `messages` continues the folded
-  // part, and what follows it in the history is a user message or nothing yet.
+  // part, and what follows it in the history is a safe cut or nothing yet.
   void Fold(std::span<const StoredMessage> messages, const MessageTokenCounter& counter);
   // Forgets the folded messages with seq >= first_seq (their content is back in a window).
   void Unfold(int64_t first_seq);
@@ -87,6 +94,7 @@ class FoldedHistory {
   bool empty() const { return messages_.empty(); }
   size_t size() const { return messages_.size(); }
   int64_t kept_count() const;
+  bool has_kept_user() const { return kept_users_ > 0; }
   const std::vector<FoldedMessage>& messages() const { return messages_; }
   const std::vector<SanitizedItem>& sanitized() const { return sanitized_; }
   size_t ApproxBytes() const;
@@ -112,6 +120,7 @@ class FoldedHistory {
 
   std::vector<FoldedMessage> messages_;
   std::vector<SanitizedItem> sanitized_;
+  int64_t kept_users_ = 0;
   mutable std::optional<FoldedStatsKey> memo_key_;
   mutable FoldedStats memo_;
 };
