@@ -36,7 +36,6 @@ namespace {
 
 constexpr char kMemoryHeading[] = "## Relevant Memory";
 constexpr char kLearningsHeading[] = "## Past Learnings";
-constexpr int64_t kTruncationSlack = 16;
 
 // One sendable message of the sanitized history (or the new message).
 struct Entry {

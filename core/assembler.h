@@ -30,6 +30,9 @@
 
 namespace missy {
 
+// A long tool output costs at most tool_output_max_tokens plus this (framing) in a context.
+inline constexpr int64_t kTruncationSlack = 16;
+
 // Cache-friendly eviction. Plain rule 3 keeps the longest suffix that fits, so once the
 // budget is full every request evicts a little and the provider's prompt cache misses.
 // When the daemon passes the previous context's report.first_kept_seq as anchor_seq,

@@ -9,6 +9,7 @@
 #include "daemon/audit/audit_bus.h"
 #include "daemon/service/counting.h"
 #include "daemon/service/history_cache.h"
+#include "daemon/service/history_loader.h"
 #include "daemon/service/issued_contexts.h"
 #include "daemon/service/memory_hits_cache.h"
 #include "daemon/service/ports.h"
@@ -139,22 +140,22 @@ void ContextService::Build(ContextRequest request, Done<ContextOutcome> done) {
 void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()> release) {
   const std::string id = p->session.id;
   ContextInput& input = p->input;
-  auto history = history_.GetOrLoad(id, [&] { return deps_.stores->messages.Load(id, 0, 0); });
+  const WindowKeep keep = KeepFor(*p->config, input.budget.total);
+  auto history = history_.GetOrLoad(
+      id, [&] { return LoadHistoryWindow(deps_.stores->messages, id, keep, p->counter); });
   if (!history.ok()) {
     release();
     return p->done(history.status());
   }
-  // The history is borrowed from the cache entry for the assembly (the session's queue
+  // The window is borrowed from the cache entry for the assembly (the session's queue
   // keeps every other user out) and given back right after it.
-  std::shared_ptr<std::vector<StoredMessage>> entry = *history;
-  input.history = std::move(*entry);
+  std::shared_ptr<HistoryWindow> entry = *history;
+  entry->set_keep(keep);
 
   // Memory: the agent's query, or the new user message, or the last user message.
   std::string query = p->query;
   if (query.empty() && input.new_message) query = input.new_message->PlainText();
-  for (auto it = input.history.rbegin(); query.empty() && it != input.history.rend(); ++it) {
-    if (it->message.role == Role::kUser) query = it->message.PlainText();
-  }
+  if (query.empty()) query = entry->last_user_text();
   if (!query.empty() && input.budget.memory_fraction > 0) {
     SearchOptions search;
     search.query = query.substr(0, 4096);
@@ -182,8 +183,23 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
 
   const std::optional<int64_t> anchor = Anchor(id);
   input.eviction.anchor_seq = anchor.value_or(p->session.anchor_seq);
-  Result<AssembledContext> assembled = AssembleContext(input, p->counter);
-  *entry = std::move(input.history);
+  // Assemble over the window; when the result would depend on folded messages, load
+  // their content and assemble again (the result is then exactly the whole history's).
+  Result<AssembledContext> assembled = Status::Internal("not assembled");
+  for (;;) {
+    input.history = std::move(entry->window());
+    input.folded = &entry->folded();
+    assembled = AssembleContext(input, p->counter);
+    entry->window() = std::move(input.history);
+    input.folded = nullptr;
+    if (!assembled.ok() || !assembled->needs_more_history) break;
+    if (Status st = WidenHistoryWindow(*entry, deps_.stores->messages, id); !st.ok()) {
+      assembled = st;
+      break;
+    }
+  }
+  entry->Fold(p->counter);
+  history_.Recharge(id);
   if (!assembled.ok()) {
     release();
     return p->done(assembled.status());

@@ -4,37 +4,27 @@
 
 namespace missy {
 
-size_t ApproxBytes(const StoredMessage& m) {
-  size_t bytes = sizeof(StoredMessage) + m.message.text.capacity() +
-                 m.message.tool_call_id.capacity() + m.message.name.capacity();
-  for (const ContentPart& p : m.message.parts) {
-    bytes += sizeof(ContentPart) + p.text.capacity() + p.image_url.capacity() + p.detail.capacity();
-  }
-  for (const ToolCall& c : m.message.tool_calls) {
-    bytes += sizeof(ToolCall) + c.id.capacity() + c.type.capacity() + c.name.capacity() +
-             c.arguments.capacity();
-  }
-  return bytes;
-}
-
-namespace {
-
-size_t ApproxBytes(const std::vector<StoredMessage>& history) {
-  size_t bytes = 0;
-  for (const StoredMessage& m : history) bytes += ApproxBytes(m);
-  return bytes;
-}
-
-}  // namespace
-
 void HistoryCache::Touch(Slot& slot, const std::string& session_id) {
   lru_.erase(slot.lru);
   lru_.push_front(session_id);
   slot.lru = lru_.begin();
 }
 
+void HistoryCache::ChargeLocked(Slot& slot) {
+  total_messages_ -= slot.messages;
+  total_known_ -= slot.known;
+  total_bytes_ -= slot.bytes;
+  slot.messages = slot.history->window().size();
+  slot.known = slot.history->message_count();
+  slot.bytes = slot.history->ApproxBytes();
+  total_messages_ += slot.messages;
+  total_known_ += slot.known;
+  total_bytes_ += slot.bytes;
+}
+
 void HistoryCache::EraseLocked(std::unordered_map<std::string, Slot>::iterator it) {
   total_messages_ -= it->second.messages;
+  total_known_ -= it->second.known;
   total_bytes_ -= it->second.bytes;
   lru_.erase(it->second.lru);
   slots_.erase(it);
@@ -49,25 +39,23 @@ HistoryCache::History HistoryCache::Find(const std::string& session_id) {
 }
 
 Result<HistoryCache::History> HistoryCache::GetOrLoad(
-    const std::string& session_id,
-    const std::function<Result<std::vector<StoredMessage>>()>& load) {
+    const std::string& session_id, const std::function<Result<HistoryWindow>()>& load) {
   if (History cached = Find(session_id)) return cached;
-  Result<std::vector<StoredMessage>> loaded = load();
+  Result<HistoryWindow> loaded = load();
   if (!loaded.ok()) return loaded.status();
   return Put(session_id, std::move(*loaded));
 }
 
-HistoryCache::History HistoryCache::Put(const std::string& session_id,
-                                        std::vector<StoredMessage> history) {
-  auto shared = std::make_shared<std::vector<StoredMessage>>(std::move(history));
-  const size_t bytes = ApproxBytes(*shared);
+HistoryCache::History HistoryCache::Put(const std::string& session_id, HistoryWindow history) {
+  auto shared = std::make_shared<HistoryWindow>(std::move(history));
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = slots_.find(session_id); it != slots_.end()) EraseLocked(it);
-  if (bytes > max_bytes_) return shared;  // too large to keep: the caller still gets it
-  total_messages_ += shared->size();
-  total_bytes_ += bytes;
+  if (shared->ApproxBytes() > max_bytes_) return shared;  // too large to keep: still returned
   lru_.push_front(session_id);
-  slots_[session_id] = Slot{shared, shared->size(), bytes, lru_.begin()};
+  Slot& slot = slots_[session_id];
+  slot.history = shared;
+  slot.lru = lru_.begin();
+  ChargeLocked(slot);
   EvictLocked();
   return shared;
 }
@@ -77,18 +65,11 @@ void HistoryCache::Appended(const std::string& session_id, std::vector<StoredMes
   std::lock_guard<std::mutex> lock(mu_);
   auto it = slots_.find(session_id);
   if (it == slots_.end()) return;
-  std::vector<StoredMessage>& h = *it->second.history;
-  const int64_t last = h.empty() ? 0 : h.back().seq;
-  if (rows.front().seq != last + 1) {  // not a continuation: reload next time
+  if (!it->second.history->Append(std::move(rows))) {  // not a continuation: reload next time
     EraseLocked(it);
     return;
   }
-  const size_t bytes = ApproxBytes(rows);
-  total_messages_ += rows.size();
-  total_bytes_ += bytes;
-  it->second.messages += rows.size();
-  it->second.bytes += bytes;
-  h.insert(h.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+  ChargeLocked(it->second);
   Touch(it->second, session_id);
   EvictLocked();
 }
@@ -98,12 +79,19 @@ void HistoryCache::FlagsAdded(const std::string& session_id, const std::vector<i
   std::lock_guard<std::mutex> lock(mu_);
   auto it = slots_.find(session_id);
   if (it == slots_.end()) return;
-  std::vector<StoredMessage>& h = *it->second.history;
-  for (int64_t seq : seqs) {
-    auto m = std::lower_bound(h.begin(), h.end(), seq,
-                              [](const StoredMessage& a, int64_t s) { return a.seq < s; });
-    if (m != h.end() && m->seq == seq) m->flags |= flags;
+  it->second.history->AddFlags(seqs, flags);
+}
+
+void HistoryCache::Recharge(const std::string& session_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = slots_.find(session_id);
+  if (it == slots_.end()) return;
+  ChargeLocked(it->second);
+  if (it->second.bytes > max_bytes_) {
+    EraseLocked(it);
+    return;
   }
+  EvictLocked();
 }
 
 void HistoryCache::Invalidate(const std::string& session_id) {
@@ -117,6 +105,7 @@ void HistoryCache::Clear() {
   slots_.clear();
   lru_.clear();
   total_messages_ = 0;
+  total_known_ = 0;
   total_bytes_ = 0;
 }
 
@@ -129,6 +118,11 @@ void HistoryCache::SetMaxBytes(size_t max_bytes) {
 size_t HistoryCache::cached_messages() const {
   std::lock_guard<std::mutex> lock(mu_);
   return total_messages_;
+}
+
+size_t HistoryCache::known_messages() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return total_known_;
 }
 
 size_t HistoryCache::cached_bytes() const {

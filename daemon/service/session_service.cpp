@@ -8,6 +8,7 @@
 #include "daemon/audit/audit_bus.h"
 #include "daemon/service/counting.h"
 #include "daemon/service/history_cache.h"
+#include "daemon/service/history_loader.h"
 #include "daemon/service/ports.h"
 #include "daemon/service/session_queue.h"
 #include "storage/database.h"
@@ -114,7 +115,8 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
   Result<Session> session = Get(request.session_id);
   if (!session.ok()) return done(Failed(session.status()));
   const bool strict = request.strict.value_or(session->strict);
-  const MessageTokenCounter counter = CounterFor(*deps_.config->Get(), deps_.tokenizers, *session);
+  auto config = deps_.config->Get();
+  const MessageTokenCounter counter = CounterFor(*config, deps_.tokenizers, *session);
   // Counting is the expensive part: done here, before the session's queue.
   std::vector<int64_t> tokens(request.messages.size());
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = counter.CountMessage(request.messages[i]);
@@ -122,13 +124,15 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
   struct State {
     AppendRequest request;
     std::vector<int64_t> tokens;
+    std::shared_ptr<const DaemonConfig> config;
+    MessageTokenCounter counter;
     bool strict = false;
     std::string encoding;
     std::function<void(AppendOutcome)> done;
     AppendValidation validation;
     std::vector<StoredMessage> stored;
   };
-  auto state = std::make_shared<State>();
+  auto state = std::make_shared<State>(State{{}, {}, config, counter, {}, {}, {}, {}, {}});
   state->request = std::move(request);
   state->tokens = std::move(tokens);
   state->strict = strict;
@@ -138,10 +142,14 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
 
   queue_.Run(id, [this, state, id](SessionQueue::Release release) {
     // Validation needs the session's open tool calls: the suffix of its history from
-    // the last non-tool message.
-    auto history = history_.GetOrLoad(id, [&] { return deps_.stores->messages.Load(id, 0, 0); });
+    // the last non-tool message (in the window: it begins with a non-tool message).
+    auto history = history_.GetOrLoad(id, [&] {
+      return LoadHistoryWindow(deps_.stores->messages, id,
+                               KeepFor(*state->config, state->config->budget.total),
+                               state->counter);
+    });
     if (!history.ok()) return state->done(Failed(history.status()));
-    const std::vector<StoredMessage>& all = **history;
+    const std::vector<StoredMessage>& all = (*history)->window();
     size_t from = all.size();
     while (from > 0 && all[from - 1].message.role == Role::kTool) --from;
     if (from > 0) --from;
@@ -198,6 +206,9 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
             out.messages.push_back(AppendedMessage{m.seq, m.tokens, m.flags});
           }
           history_.Appended(id, std::move(state->stored));
+          if (HistoryCache::History h = history_.Find(id); h && h->Fold(state->counter)) {
+            history_.Recharge(id);
+          }
           SearchableChanged(deps_, id);
           Result<Session> after = Get(id);  // before the next append of the session starts
           RunOnWorker(deps_, release);      // the next task runs beside this answer

@@ -287,8 +287,15 @@ TEST_F(ServiceContextTest, HistoryCacheCountsStayExactUnderConcurrentContexts) {
   }
   // Room for two and a half histories.
   services_->history.Clear();
-  ASSERT_TRUE(
-      services_->history.GetOrLoad("c0", [&] { return stores_->messages.Load("c0"); }).ok());
+  ASSERT_TRUE(services_->history
+                  .GetOrLoad("c0",
+                             [&]() -> Result<HistoryWindow> {
+                               HistoryWindow w;
+                               if (!w.Append(*stores_->messages.Load("c0")))
+                                 return Status::Internal("gap");
+                               return w;
+                             })
+                  .ok());
   const size_t one = services_->history.cached_bytes();
   ASSERT_EQ(services_->history.cached_messages(), 400u);
   services_->history.SetMaxBytes(one * 2 + one / 2);
@@ -307,9 +314,9 @@ TEST_F(ServiceContextTest, HistoryCacheCountsStayExactUnderConcurrentContexts) {
   size_t held = 0, sessions = 0;
   for (int s = 0; s < kSessions; ++s) {
     if (auto h = services_->history.Find("c" + std::to_string(s))) {
-      held += h->size();
+      held += h->window().size();
       ++sessions;
-      EXPECT_EQ(h->size(), 400u) << "c" << s;
+      EXPECT_EQ(h->window().size(), 400u) << "c" << s;
     }
   }
   EXPECT_EQ(services_->history.cached_sessions(), sessions);
