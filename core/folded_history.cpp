@@ -45,6 +45,7 @@ void FoldedHistory::Fold(std::span<const StoredMessage> messages,
     f.tokens = sm.tokens > 0 ? sm.tokens : counter.CountMessage(sm.message);
     f.flags = sm.flags;
     f.role = sm.message.role;
+    f.safe_cut = IsSafeFoldCut(sm.message);
     f.kept = k < s.kept.size() && s.kept[k] == i;
     if (f.kept) ++k;
     f.kept_rank = rank;

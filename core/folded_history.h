@@ -41,6 +41,7 @@ struct FoldedMessage {
   uint32_t flags = kFlagNone;
   Role role = Role::kUser;
   bool kept = false;      // kept by the read-time sanitizer
+  bool safe_cut = false;  // IsSafeFoldCut(message)
   int64_t kept_rank = 0;  // kept messages before this one
 };
 
