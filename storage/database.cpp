@@ -1,11 +1,16 @@
 #include "storage/database.h"
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <semaphore>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 
 #include "storage/message_indexer.h"
@@ -16,6 +21,23 @@ namespace missy {
 
 using sqlite::Connection;
 
+namespace {
+
+// The readers each thread holds a lease on now, by Database (a Read nested in another
+// may not wait for a free reader: it could wait for itself).
+thread_local std::vector<const void*> tls_held_readers;
+
+bool HoldsReader(const void* db) {
+  return std::find(tls_held_readers.begin(), tls_held_readers.end(), db) != tls_held_readers.end();
+}
+
+Status SetCacheSize(Connection& c, const DatabaseOptions& options, const std::string& what) {
+  return c.Exec("PRAGMA cache_size = -" + std::to_string(Database::CacheKibPerConnection(options)),
+                what);
+}
+
+}  // namespace
+
 class Database::Impl {
  public:
   Impl(std::string path, DatabaseOptions options, std::unique_ptr<Connection> writer,
@@ -24,7 +46,11 @@ class Database::Impl {
         options_(options),
         writer_(std::move(writer)),
         background_(std::move(background)) {
-    writer_thread_ = std::thread([this] { WriterLoop(); });
+    writer_cache_bytes_ = writer_->CacheUsedBytes();
+    writer_thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "missy-writer");  // for top -H and perf
+      WriterLoop();
+    });
   }
 
   ~Impl() {
@@ -43,10 +69,8 @@ class Database::Impl {
     }
     Request request;
     request.fn = std::move(fn);
-    std::unique_lock lock(mu_);
-    queue_.push_back(&request);
-    queue_cv_.notify_one();
-    done_cv_.wait(lock, [&] { return request.finished; });
+    Enqueue(&request);
+    request.finished.acquire();  // this caller's own wake-up: no herd on a shared lock
     return std::move(request.status);
   }
 
@@ -55,9 +79,7 @@ class Database::Impl {
     request->fn = std::move(fn);
     request->done = std::move(done);
     request->async = true;
-    std::lock_guard lock(mu_);
-    queue_.push_back(request);
-    queue_cv_.notify_one();
+    Enqueue(request);
   }
 
   Status Read(const ReadFn& fn) {
@@ -79,6 +101,18 @@ class Database::Impl {
     return stats_;
   }
 
+  DatabaseMemoryStats MemoryStats() {
+    DatabaseMemoryStats out;
+    out.sqlite_bytes = sqlite::MemoryUsed();
+    out.sqlite_high_water_bytes = sqlite::MemoryHighWater();
+    out.cache_budget_bytes = options_.cache_budget_bytes;
+    out.cache_bytes = writer_cache_bytes_.load(std::memory_order_relaxed);
+    std::lock_guard lock(readers_mu_);
+    for (const auto& [conn, bytes] : reader_cache_bytes_) out.cache_bytes += bytes;
+    out.open_readers = static_cast<int>(open_readers_);
+    return out;
+  }
+
   const std::string& path() const { return path_; }
   const DatabaseOptions& options() const { return options_; }
 
@@ -88,8 +122,18 @@ class Database::Impl {
     std::function<void(Status)> done;  // async only
     bool async = false;
     Status status;
-    bool finished = false;  // sync only, guarded by mu_
+    std::binary_semaphore finished{0};  // sync only: released once `status` is final
   };
+
+  void Enqueue(Request* request) {
+    bool wake = false;
+    {
+      std::lock_guard lock(mu_);
+      queue_.push_back(request);
+      wake = queue_.size() >= wake_at_;
+    }
+    if (wake) queue_cv_.notify_one();  // no system call unless the writer waits
+  }
 
   // --- The writer ---------------------------------------------------------------------
 
@@ -104,6 +148,8 @@ class Database::Impl {
     auto last_write = std::chrono::steady_clock::now();
     const auto idle = std::chrono::milliseconds(std::max(0, options_.index_idle_ms));
     const int64_t bound = std::max<int64_t>(0, options_.max_index_backlog);
+    size_t last_served = 0;  // writes in the last transaction
+    std::chrono::steady_clock::duration last_commit{};
     for (;;) {
       {
         std::unique_lock lock(mu_);
@@ -129,39 +175,38 @@ class Database::Impl {
           continue;
         }
         background_forced_ = false;
+        GatherWrites(lock, last_served, last_commit);
         const size_t n =
             std::min(queue_.size(), static_cast<size_t>(std::max(1, options_.max_batch)));
         batch.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
         queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
       }
       const int64_t changes_before = writer_->TotalChanges();
-      const bool committed = RunBatch(batch);
+      int64_t pending = -1;
+      const bool committed = RunBatch(batch, &pending, &last_commit);
       // A transaction that changed no row writes no WAL frame: no fsync.
       const bool synced = committed && writer_->TotalChanges() != changes_before;
       last_write = std::chrono::steady_clock::now();
-      int64_t pending = -1;
-      if (committed) {
-        auto p = background_->Pending(*writer_);
-        if (p.ok()) pending = std::max<int64_t>(0, *p);
-      }
+      last_served = batch.size();
+      writer_cache_bytes_.store(writer_->CacheUsedBytes(), std::memory_order_relaxed);
       {
         std::lock_guard lock(mu_);
-        if (pending >= 0) pending_ = pending;
+        if (committed && pending >= 0) pending_ = pending;
         if (committed) ++stats_.transactions;
         if (synced) ++stats_.commits_with_fsync;
         stats_.writes += static_cast<int64_t>(batch.size());
         stats_.max_batch = std::max(stats_.max_batch, static_cast<int64_t>(batch.size()));
-        // A sync request lives on its caller's stack: once finished it may be gone.
-        for (Request* r : batch) {
-          stats_.failed_writes += r->status.ok() ? 0 : 1;
-          if (r->async) {
-            async_done.push_back(r);
-          } else {
-            r->finished = true;
-          }
+        for (Request* r : batch) stats_.failed_writes += r->status.ok() ? 0 : 1;
+      }
+      // Each sync caller is woken on its own. A sync request lives on its caller's
+      // stack: once released it may be gone.
+      for (Request* r : batch) {
+        if (r->async) {
+          async_done.push_back(r);
+        } else {
+          r->finished.release();
         }
       }
-      done_cv_.notify_all();
       for (Request* r : async_done) {
         if (r->done) r->done(std::move(r->status));
         delete r;
@@ -169,6 +214,24 @@ class Database::Impl {
       async_done.clear();
       batch.clear();
     }
+  }
+
+  // Group commit gathers the writes that arrive while a transaction commits. Right after
+  // a commit the callers it served are still being woken and queue their next writes
+  // one by one: taking the first few at once would split them over two fsyncs. So while
+  // fewer writes are queued than the last transaction served, wait a little for the
+  // others: at most options_.group_commit_wait_us, and at most half of the last COMMIT
+  // (the fsync this saves), so a fast disk waits little.
+  void GatherWrites(std::unique_lock<std::mutex>& lock, size_t last_served,
+                    std::chrono::steady_clock::duration last_commit) {
+    if (queue_.size() >= last_served || stopping_) return;
+    const auto wait = std::min<std::chrono::steady_clock::duration>(
+        std::chrono::microseconds(std::max(0, options_.group_commit_wait_us)), last_commit / 2);
+    if (wait <= std::chrono::steady_clock::duration::zero()) return;
+    ++stats_.gather_waits;
+    wake_at_ = last_served;  // callers signal only once the queue is that long
+    queue_cv_.wait_for(lock, wait, [&] { return stopping_ || queue_.size() >= last_served; });
+    wake_at_ = 1;
   }
 
   // The message (with the path) is built only on error: this runs several times a write.
@@ -185,8 +248,11 @@ class Database::Impl {
   }
 
   // One group transaction: each write in its own savepoint. Returns whether the
-  // transaction committed; each request's status is set.
-  bool RunBatch(const std::vector<Request*>& batch) {
+  // transaction committed; each request's status is set. `*pending` is the background
+  // work pending once it commits (read inside it: no read transaction of its own), or
+  // -1 when unknown; `*commit_time` how long the COMMIT took.
+  bool RunBatch(const std::vector<Request*>& batch, int64_t* pending,
+                std::chrono::steady_clock::duration* commit_time) {
     commit_hooks_.clear();
     rollback_hooks_.clear();
     auto fail_all = [&](const Status& st) {
@@ -219,7 +285,11 @@ class Database::Impl {
       }
       r->status = std::move(st);
     }
+    auto p = background_->Pending(*writer_);
+    *pending = p.ok() ? std::max<int64_t>(0, *p) : -1;
+    const auto commit_start = std::chrono::steady_clock::now();
     Status commit = RunStatement("COMMIT");
+    *commit_time = std::chrono::steady_clock::now() - commit_start;
     if (!commit.ok()) {
       if (writer_->InTransaction()) (void)RunStatement("ROLLBACK");
       return fail_all(commit);
@@ -247,6 +317,7 @@ class Database::Impl {
       if (left.ok()) remaining = *left;
     }
     if (!st.ok() && writer_->InTransaction()) (void)RunStatement("ROLLBACK");
+    writer_cache_bytes_.store(writer_->CacheUsedBytes(), std::memory_order_relaxed);
     std::lock_guard lock(mu_);
     // On failure (disk full, read-only) wait for the next committed write to retry;
     // a search catches up (or falls back) by itself.
@@ -262,42 +333,80 @@ class Database::Impl {
   struct ReaderLease {
     Impl* owner = nullptr;
     std::unique_ptr<Connection> conn;
-    ReaderLease(Impl* o, std::unique_ptr<Connection> c) : owner(o), conn(std::move(c)) {}
+    ReaderLease(Impl* o, std::unique_ptr<Connection> c) : owner(o), conn(std::move(c)) {
+      tls_held_readers.push_back(owner);
+    }
     ReaderLease(ReaderLease&& other) noexcept : owner(other.owner), conn(std::move(other.conn)) {}
     ReaderLease& operator=(ReaderLease&&) = delete;
     ~ReaderLease() {
-      if (conn) owner->ReleaseReader(std::move(conn));
+      if (!conn) return;  // moved from
+      tls_held_readers.erase(
+          std::find(tls_held_readers.rbegin(), tls_held_readers.rend(), owner).base() - 1);
+      owner->ReleaseReader(std::move(conn));
     }
   };
 
+  // An idle reader, else a new one while fewer than options_.max_readers are open, else
+  // waits for one to be released. A Read nested in another on this thread never waits
+  // (it could wait for itself): it may open one more.
   Result<ReaderLease> AcquireReader() {
+    const size_t cap = static_cast<size_t>(std::max(1, options_.max_readers));
     {
-      std::lock_guard lock(readers_mu_);
+      std::unique_lock lock(readers_mu_);
+      if (!HoldsReader(this)) {
+        readers_cv_.wait(lock, [&] { return !idle_readers_.empty() || open_readers_ < cap; });
+      }
       if (!idle_readers_.empty()) {
         auto conn = std::move(idle_readers_.back());
         idle_readers_.pop_back();
         return ReaderLease(this, std::move(conn));
       }
+      ++open_readers_;  // the slot is ours while we open, unlocked
     }
+    auto opened = OpenReader();
+    {
+      std::lock_guard lock(readers_mu_);
+      if (opened.ok()) {
+        reader_cache_bytes_[opened->get()] = 0;
+        return ReaderLease(this, std::move(*opened));
+      }
+      --open_readers_;
+    }
+    readers_cv_.notify_one();  // the slot is free again
+    return opened.status();
+  }
+
+  Result<std::unique_ptr<Connection>> OpenReader() {
     auto conn = Connection::Open(path_, Connection::Mode::kReadOnly);
     if (!conn.ok()) return conn.status();
     (*conn)->SetBusyTimeout(options_.busy_timeout_ms);
-    MISSY_RETURN_IF_ERROR(
-        (*conn)->Exec("PRAGMA cache_size = -" +
-                      std::to_string(std::max<int64_t>(1, options_.cache_kib_per_connection))));
-    return ReaderLease(this, std::move(*conn));
+    MISSY_RETURN_IF_ERROR(SetCacheSize(**conn, options_, "database " + path_ + ": cache size"));
+    return std::move(*conn);
   }
 
   void ReleaseReader(std::unique_ptr<Connection> conn) {
     // A snapshot left open (a failed COMMIT) would pin the connection to old data.
+    bool keep = true;
     if (conn->InTransaction()) {
       (void)conn->Exec("ROLLBACK");
-      if (conn->InTransaction()) return;  // drop it
+      keep = !conn->InTransaction();  // else drop it
     }
-    std::lock_guard lock(readers_mu_);
-    if (static_cast<int>(idle_readers_.size()) < std::max(0, options_.max_readers)) {
-      idle_readers_.push_back(std::move(conn));
+    const int64_t cache = conn->CacheUsedBytes();
+    const size_t cap = static_cast<size_t>(std::max(1, options_.max_readers));
+    {
+      std::lock_guard lock(readers_mu_);
+      // Beyond the cap (a nested Read opened one more) a reader is closed.
+      keep = keep && open_readers_ <= cap;
+      if (keep) {
+        reader_cache_bytes_[conn.get()] = cache;
+        idle_readers_.push_back(std::move(conn));
+      } else {
+        reader_cache_bytes_.erase(conn.get());
+        --open_readers_;
+      }
     }
+    readers_cv_.notify_one();
+    // A dropped connection closes here, outside the lock.
   }
 
   const std::string path_;
@@ -310,8 +419,8 @@ class Database::Impl {
 
   std::mutex mu_;
   std::condition_variable queue_cv_;
-  std::condition_variable done_cv_;
   std::deque<Request*> queue_;      // guarded by mu_
+  size_t wake_at_ = 1;              // queue length at which Enqueue wakes the writer (mu_)
   bool stopping_ = false;           // guarded by mu_
   WriterStats stats_;               // guarded by mu_
   int64_t pending_ = 1;             // background units pending, approx. (guarded by
@@ -319,8 +428,14 @@ class Database::Impl {
   bool background_forced_ = false;  // the last background run went ahead of queued writes
   std::thread writer_thread_;
 
+  std::atomic<int64_t> writer_cache_bytes_{0};  // sampled by the writer after each transaction
+
   std::mutex readers_mu_;
+  std::condition_variable readers_cv_;                     // a reader was released
   std::vector<std::unique_ptr<Connection>> idle_readers_;  // guarded by readers_mu_
+  size_t open_readers_ = 0;  // idle, busy or being opened (guarded by readers_mu_)
+  // Every open reader's cache use at its last release (guarded by readers_mu_).
+  std::unordered_map<const Connection*, int64_t> reader_cache_bytes_;
 };
 
 // --- Database -------------------------------------------------------------------------
@@ -349,6 +464,12 @@ void Database::WriteAsync(WriteFn fn, std::function<void(Status)> done) {
 
 Status Database::Read(const ReadFn& fn) { return impl_->Read(fn); }
 WriterStats Database::GetWriterStats() { return impl_->Stats(); }
+DatabaseMemoryStats Database::MemoryStats() { return impl_->MemoryStats(); }
+
+int64_t Database::CacheKibPerConnection(const DatabaseOptions& options) {
+  const int64_t connections = 1 + std::max(1, options.max_readers);
+  return std::max<int64_t>(64, options.cache_budget_bytes / 1024 / connections);
+}
 const std::string& Database::path() const { return impl_->path(); }
 const DatabaseOptions& Database::options() const { return impl_->options(); }
 
@@ -379,7 +500,7 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path,
   MISSY_RETURN_IF_ERROR(
       c.Exec("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; "
              "PRAGMA journal_size_limit = 67108864; PRAGMA cache_size = -" +
-                 std::to_string(std::max<int64_t>(1, options.cache_kib_per_connection)),
+                 std::to_string(CacheKibPerConnection(options)),
              "database " + path + ": set pragmas"));
   if (options.max_page_count > 0) {
     MISSY_RETURN_IF_ERROR(

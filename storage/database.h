@@ -41,14 +41,33 @@ struct DatabaseOptions {
   int64_t max_page_count = 0;          // > 0: cap the file at this many pages (writes beyond
                                        // it fail kUnavailable, as on a full disk)
   int max_batch = 1024;                // group commit: at most this many writes per transaction
+  int group_commit_wait_us = 500;      // when fewer writes are queued than the last
+                                       // transaction served, wait up to this long (and at
+                                       // most half as long as its COMMIT took) for them to
+                                       // gather: one fsync for all (0 = never wait)
   int index_batch = 500;               // message text indexed per index transaction (see top)
   int index_idle_ms = 5;               // the writer indexes after this long without writes
   int64_t max_index_backlog = 100000;  // more messages than this waiting to be
                                        // indexed: index transactions alternate
                                        // with write ones
-  int64_t cache_kib_per_connection = 2048;  // page cache of each connection (PRAGMA
-                                            // cache_size = -N), writer and readers
-  int max_readers = 4;  // idle read connections kept open (more may exist while busy)
+  int64_t cache_budget_bytes = int64_t{32} << 20;  // SQLite page cache of all connections
+                                                   // together, split evenly between the
+                                                   // writer and max_readers readers
+                                                   // (PRAGMA cache_size = -KiB on each)
+  int max_readers = 6;  // read connections open at once; a Read waits while all are busy
+                        // (a Read nested in another on the same thread gets one more)
+};
+
+// SQLite memory, for /v1/health and the memory bound (Database::MemoryStats).
+struct DatabaseMemoryStats {
+  int64_t sqlite_bytes = 0;             // sqlite3_memory_used(): all of SQLite's heap in this
+                                        // process (every Database, caches, statements)
+  int64_t sqlite_high_water_bytes = 0;  // the most sqlite_bytes has been since the process began
+  int64_t cache_bytes = 0;              // page cache of this Database's open connections
+                                        // (SQLITE_DBSTATUS_CACHE_USED; a busy reader counts as of
+                                        // its last release, the writer as of its last transaction)
+  int64_t cache_budget_bytes = 0;       // DatabaseOptions::cache_budget_bytes
+  int open_readers = 0;                 // read connections open now (busy or idle)
 };
 
 // Writer counters since Open (for /metrics and the benchmark).
@@ -60,6 +79,7 @@ struct WriterStats {
   int64_t index_transactions = 0;  // committed background (indexing) transactions
   int64_t commits_with_fsync = 0;  // committed transactions that changed rows (each fsyncs
                                    // the WAL; an empty one writes nothing)
+  int64_t gather_waits = 0;        // times the writer waited for writes to gather
 };
 
 // One write, running on the writer thread inside the group transaction (in its own
@@ -106,8 +126,9 @@ class Txn {
 class BackgroundWork {
  public:
   virtual ~BackgroundWork() = default;
-  // Units pending (e.g. messages not yet indexed); called outside a transaction after
-  // each committed write transaction, and once after Open.
+  // Units pending (e.g. messages not yet indexed); called at the end of each write
+  // transaction, just before its COMMIT (the value counts once it committed), and
+  // outside a transaction before each background run.
   virtual Result<int64_t> Pending(sqlite::Connection& conn) = 0;
   // Does at most `limit` units inside a write transaction the writer opened (and
   // commits); returns how many units are left (an upper bound).
@@ -147,6 +168,10 @@ class Database {
   Status Read(const ReadFn& fn);
 
   WriterStats GetWriterStats();
+  DatabaseMemoryStats MemoryStats();
+  // The page cache each connection may hold (PRAGMA cache_size = -KiB): the budget split
+  // evenly between the writer and options.max_readers readers, at least 64 KiB.
+  static int64_t CacheKibPerConnection(const DatabaseOptions& options);
   const std::string& path() const;
   const DatabaseOptions& options() const;
 

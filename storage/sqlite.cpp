@@ -1,6 +1,5 @@
 #include "storage/sqlite.h"
 
-
 #include <utility>
 
 namespace missy::sqlite {
@@ -189,5 +188,13 @@ int64_t Connection::LastInsertRowId() const { return sqlite3_last_insert_rowid(d
 bool Connection::InTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
 void Connection::SetBusyTimeout(int ms) { sqlite3_busy_timeout(db_, ms); }
 
+int64_t Connection::CacheUsedBytes() const {
+  int current = 0, high = 0;
+  if (sqlite3_db_status(db_, SQLITE_DBSTATUS_CACHE_USED, &current, &high, 0) != SQLITE_OK) return 0;
+  return current;
+}
+
+int64_t MemoryUsed() { return sqlite3_memory_used(); }
+int64_t MemoryHighWater() { return sqlite3_memory_highwater(0); }
 
 }  // namespace missy::sqlite

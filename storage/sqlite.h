@@ -27,6 +27,10 @@ namespace missy::sqlite {
 // kConflict (callers reword them with the name of what collided).
 Status StatusFromCode(sqlite3* db, int rc, std::string_view what);
 
+// All heap memory SQLite holds in this process now, and the most it ever held.
+int64_t MemoryUsed();
+int64_t MemoryHighWater();
+
 class Statement {
  public:
   Statement() = default;
@@ -105,6 +109,8 @@ class Connection {
   int64_t LastInsertRowId() const;
   bool InTransaction() const;
   void SetBusyTimeout(int ms);
+  // Bytes of page cache this connection holds now (SQLITE_DBSTATUS_CACHE_USED).
+  int64_t CacheUsedBytes() const;
   Status Error(int rc, std::string_view what) const { return StatusFromCode(db_, rc, what); }
   const std::string& path() const { return path_; }
 
@@ -119,7 +125,6 @@ class Connection {
   // Keyed by SQL text; looked up by string_view (no copy of the text per lookup).
   std::unordered_map<std::string, sqlite3_stmt*, SqlHash, std::equal_to<>> cache_;
 };
-
 
 }  // namespace missy::sqlite
 

@@ -464,39 +464,125 @@ TEST(DatabaseTest, ClosingServesEveryQueuedAsyncWrite) {
   EXPECT_EQ(db->sessions.Get("s")->message_count, 50);
 }
 
-TEST(DatabaseTest, CountsCommitsAndSetsTheCacheSizeOfEveryConnection) {
+int64_t CacheSizePragma(sqlite::Connection& c) {
+  auto v = c.QueryInt("PRAGMA cache_size");
+  return v.ok() ? *v : 0;
+}
+
+TEST(DatabaseTest, CountsCommitsAndSplitsTheCacheBudgetOverEveryConnection) {
   TempDir dir;
   DatabaseOptions options;
-  options.cache_kib_per_connection = 512;
+  options.cache_budget_bytes = 6 << 20;  // the writer and 2 readers: 2 MiB each
+  options.max_readers = 2;
+  EXPECT_EQ(Database::CacheKibPerConnection(options), 2048);
   auto db = OpenDbOrDie(dir.Join("m.db"), options);
   ASSERT_TRUE(db);
   ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
-  int64_t reader_cache = 0;
+  // Two readers at once (the second nested in the first): both get the share.
+  std::vector<int64_t> reader_cache;
   ASSERT_TRUE(db.db
-                  ->Read([&](sqlite::Connection& c) -> Status {
-                    auto v = c.QueryInt("PRAGMA cache_size");
-                    if (!v.ok()) return v.status();
-                    reader_cache = *v;
-                    return Status::Ok();
+                  ->Read([&](sqlite::Connection& outer) -> Status {
+                    reader_cache.push_back(CacheSizePragma(outer));
+                    return db.db->Read([&](sqlite::Connection& inner) -> Status {
+                      reader_cache.push_back(CacheSizePragma(inner));
+                      return Status::Ok();
+                    });
                   })
                   .ok());
-  EXPECT_EQ(reader_cache, -512);
+  EXPECT_EQ(reader_cache, (std::vector<int64_t>{-2048, -2048}));
   int64_t writer_cache = 0;
   ASSERT_TRUE(db.db
                   ->Write([&](Txn& txn) -> Status {
-                    auto v = txn.conn().QueryInt("PRAGMA cache_size");
-                    if (!v.ok()) return v.status();
-                    writer_cache = *v;
+                    writer_cache = CacheSizePragma(txn.conn());
                     return Status::Ok();
                   })
                   .ok());
-  EXPECT_EQ(writer_cache, -512);
+  EXPECT_EQ(writer_cache, -2048);
   const WriterStats stats = db.db->GetWriterStats();
   EXPECT_EQ(stats.transactions, 2);
   // The second write changed no row: it wrote no WAL frame, so it is no fsync.
   EXPECT_EQ(stats.commits_with_fsync, 1 + stats.index_transactions);
-  EXPECT_EQ(DatabaseOptions{}.cache_kib_per_connection, 2048);
-  EXPECT_EQ(DatabaseOptions{}.max_readers, 4);
+  // The daemon's defaults: 32 MiB over the writer and 6 readers.
+  EXPECT_EQ(DatabaseOptions{}.cache_budget_bytes, int64_t{32} << 20);
+  EXPECT_EQ(DatabaseOptions{}.max_readers, 6);
+  EXPECT_EQ(Database::CacheKibPerConnection(DatabaseOptions{}), 32 * 1024 / 7);
+}
+
+// Appends 4 MiB of text to session "s" and reads all of it back; returns the cache use.
+DatabaseMemoryStats FillAndReadBack(const std::string& path, const DatabaseOptions& options) {
+  auto db = OpenDbOrDie(path, options);
+  if (!db) return {};
+  EXPECT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
+  for (int b = 0; b < 4; ++b) {
+    std::vector<NewMessage> batch;
+    for (int i = 0; i < 256; ++i) {
+      batch.push_back(New(Message::User(std::string(4096, static_cast<char>('a' + i % 26)))));
+    }
+    EXPECT_TRUE(db->messages.Append("s", std::move(batch), b).ok());
+  }
+  auto all = db->messages.Load("s");
+  EXPECT_TRUE(all.ok());
+  EXPECT_EQ(all.ok() ? all->size() : 0u, 1024u);
+  return db.db->MemoryStats();
+}
+
+TEST(DatabaseTest, MemoryStatsReportTheCacheWhichStaysWithinTheBudget) {
+  TempDir dir;
+  DatabaseOptions small;
+  small.cache_budget_bytes = 768 << 10;  // 256 KiB for the writer and each of 2 readers
+  small.max_readers = 2;
+  const DatabaseMemoryStats bounded = FillAndReadBack(dir.Join("small.db"), small);
+  EXPECT_GT(bounded.sqlite_bytes, 0);
+  EXPECT_GE(bounded.sqlite_high_water_bytes, bounded.sqlite_bytes);
+  EXPECT_GT(bounded.cache_bytes, 0);
+  EXPECT_LE(bounded.cache_bytes, bounded.sqlite_bytes);  // the page cache is SQLite's heap
+  EXPECT_EQ(bounded.cache_budget_bytes, 768 << 10);
+  EXPECT_EQ(bounded.open_readers, 1);
+  EXPECT_LE(bounded.cache_bytes, small.cache_budget_bytes * 5 / 4);
+  // The same work with a large budget caches far more: the bound above is the budget's.
+  DatabaseOptions large;
+  large.cache_budget_bytes = int64_t{256} << 20;
+  const DatabaseMemoryStats unbounded = FillAndReadBack(dir.Join("large.db"), large);
+  EXPECT_GT(unbounded.cache_bytes, 4 * small.cache_budget_bytes);
+}
+
+TEST(DatabaseTest, AtMostMaxReadersReadAtOnceAndANestedReadDoesNotWait) {
+  TempDir dir;
+  DatabaseOptions options;
+  options.max_readers = 2;
+  auto db = OpenDbOrDie(dir.Join("m.db"), options);
+  ASSERT_TRUE(db);
+  std::atomic<int> inside{0}, most{0}, failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10; ++i) {
+        Status st = db.db->Read([&](sqlite::Connection&) -> Status {
+          const int now = ++inside;
+          int seen = most.load();
+          while (now > seen && !most.compare_exchange_weak(seen, now)) {
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          --inside;
+          return Status::Ok();
+        });
+        failures += st.ok() ? 0 : 1;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(most.load(), 2);
+  EXPECT_EQ(db.db->MemoryStats().open_readers, 2);
+  // Nested three deep on one thread, past the cap: no deadlock, and the extra reader is
+  // closed afterwards.
+  Status nested = db.db->Read([&](sqlite::Connection&) {
+    return db.db->Read([&](sqlite::Connection&) {
+      return db.db->Read([](sqlite::Connection&) { return Status::Ok(); });
+    });
+  });
+  EXPECT_TRUE(nested.ok()) << nested.ToString();
+  EXPECT_EQ(db.db->MemoryStats().open_readers, 2);
 }
 
 }  // namespace
