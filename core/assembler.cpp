@@ -274,14 +274,13 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
       walked.push_back(i - 1);
     }
     if (folded_stats != nullptr) {
-      if (walk.saturated()) {
-        walk.AddSaturated(folded_stats->prunable_seqs, folded_stats->prunable_freed);
+      // The folded part's candidates in bulk; their seqs only when pruning will happen.
+      const FoldedPrune older =
+          folded->ContinuePruneWalk(folded_key, in.pruning, walk.user_turns(), walk.tool_total());
+      if (older.freed > 0 && walk.freed() + older.freed >= in.pruning.minimum_freed_tokens) {
+        walk.AddOlder(folded->PruneSeqs(folded_key, older), older.freed);
       } else {
-        const std::vector<FoldedCost> costs = folded->UncoveredCosts(folded_key);
-        for (auto it = costs.rbegin(); it != costs.rend(); ++it) {
-          walk.Step({it->message->seq, it->message->role, it->sent, it->pruned,
-                     it->message->role == Role::kTool && (it->message->flags & kFlagPruned)});
-        }
+        walk.AddOlder({}, older.freed);
       }
     }
     PruneDecision decision = walk.Finish();

@@ -95,7 +95,10 @@ int64_t FoldedHistory::kept_count() const {
 }
 
 size_t FoldedHistory::ApproxBytes() const {
-  size_t bytes = messages_.capacity() * sizeof(FoldedMessage);
+  size_t bytes = messages_.capacity() * sizeof(FoldedMessage) +
+                 memo_.costs.capacity() * sizeof(FoldedCost) +
+                 (memo_.tool_before.capacity() + memo_.freed_before.capacity()) * sizeof(int64_t) +
+                 memo_.users.capacity() * sizeof(uint32_t);
   for (const SanitizedItem& s : sanitized_) {
     bytes += sizeof(SanitizedItem) + s.tool_call_id.capacity() + s.reason.capacity() +
              s.detail.capacity();
@@ -148,28 +151,54 @@ const FoldedStats& FoldedHistory::Stats(const FoldedStatsKey& key) const {
   if (memo_key_ && *memo_key_ == key) return memo_;
   FoldedStats st;
   st.kept = kept_count();
+  st.tool_before.push_back(0);
+  st.freed_before.push_back(0);
   ForEachUncovered(key, [&](const FoldedMessage& m, int64_t sent, int64_t pruned) {
+    const bool unpruned_tool = m.role == Role::kTool && (m.flags & kFlagPruned) == 0;
+    if (m.role == Role::kUser) st.users.push_back(static_cast<uint32_t>(st.costs.size()));
+    st.costs.push_back({m.seq, sent, pruned, m.role, unpruned_tool});
+    st.tool_before.push_back(st.tool_before.back() + (unpruned_tool ? sent : 0));
+    st.freed_before.push_back(st.freed_before.back() +
+                              (unpruned_tool && pruned < sent ? sent - pruned : 0));
     ++st.uncovered;
     st.demand += sent;
-    if (m.role == Role::kUser) ++st.user_messages;
-    if (m.role != Role::kTool || (m.flags & kFlagPruned) != 0) return;
-    st.tool_tokens += sent;
-    if (pruned < sent) {
-      st.prunable_seqs.push_back(m.seq);
-      st.prunable_freed += sent - pruned;
-    }
   });
   memo_ = std::move(st);
   memo_key_ = key;
   return memo_;
 }
 
-std::vector<FoldedCost> FoldedHistory::UncoveredCosts(const FoldedStatsKey& key) const {
-  std::vector<FoldedCost> out;
-  ForEachUncovered(key, [&](const FoldedMessage& m, int64_t sent, int64_t pruned) {
-    out.push_back({&m, sent, pruned});
-  });
-  return out;
+FoldedPrune FoldedHistory::ContinuePruneWalk(const FoldedStatsKey& key,
+                                             const PruningOptions& options, int64_t users_seen,
+                                             int64_t tool_total) const {
+  const FoldedStats& st = Stats(key);
+  if (!options.enabled) return {};
+  // The walk counts tool output from the protect_user_turns-th user message on (newest
+  // first): costs[0, counted) here.
+  size_t counted = st.costs.size();
+  const int64_t need = options.protect_user_turns - users_seen;
+  if (need > 0) {
+    if (static_cast<int64_t>(st.users.size()) < need) return {};
+    counted = st.users[st.users.size() - static_cast<size_t>(need)] + 1;
+  }
+  // Reaching costs[j] (j < counted) the walk has counted tool_total + tool_before[counted] -
+  // tool_before[j]; a result there is a candidate once that exceeds the protection, which
+  // holds for every j below the first with tool_before[j] >= limit.
+  const int64_t limit = tool_total + st.tool_before[counted] - options.protect_tool_tokens;
+  const auto first = st.tool_before.begin();
+  const size_t end = static_cast<size_t>(std::lower_bound(first, first + counted, limit) - first);
+  return {end, st.freed_before[end]};
+}
+
+std::vector<int64_t> FoldedHistory::PruneSeqs(const FoldedStatsKey& key,
+                                              const FoldedPrune& prune) const {
+  const FoldedStats& st = Stats(key);
+  std::vector<int64_t> seqs;
+  for (size_t j = 0; j < prune.end; ++j) {
+    const FoldedCost& c = st.costs[j];
+    if (c.unpruned_tool && c.pruned < c.sent) seqs.push_back(c.seq);
+  }
+  return seqs;
 }
 
 int64_t FoldedHistory::CountKeptIn(const SeqRanges& ranges) const {

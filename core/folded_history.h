@@ -65,21 +65,30 @@ struct FoldedStatsKey {
 
 // One folded message as the pruning walk sees it (kept and summary-uncovered only).
 struct FoldedCost {
-  const FoldedMessage* message = nullptr;
+  int64_t seq = 0;
   int64_t sent = 0;    // its cost in a context (capped, or the placeholder when pruned)
   int64_t pruned = 0;  // its cost once pruned (= sent unless an unpruned tool result)
+  Role role = Role::kUser;
+  bool unpruned_tool = false;  // a tool result not pruned yet: counts toward the protection
 };
 
 struct FoldedStats {
   int64_t kept = 0;       // messages the sanitizer keeps
   int64_t uncovered = 0;  // kept messages of groups that no summary covers
   int64_t demand = 0;     // their cost in a context
-  // Tool results that a pruning walk arriving saturated (protection used up) prunes:
-  // uncovered, not pruned yet, larger than their placeholder. Ascending seqs.
-  std::vector<int64_t> prunable_seqs;
-  int64_t prunable_freed = 0;
-  int64_t user_messages = 0;  // kept and uncovered
-  int64_t tool_tokens = 0;    // cost of the uncovered, unpruned tool results
+  // The uncovered messages, oldest first, with running sums for the pruning walk
+  // (ContinuePruneWalk): [i] sums over costs[0, i).
+  std::vector<FoldedCost> costs;
+  std::vector<int64_t> tool_before;   // cost of the unpruned tool results
+  std::vector<int64_t> freed_before;  // what pruning frees (results larger than the placeholder)
+  std::vector<uint32_t> users;        // indices into costs of user messages
+};
+
+// Where DecidePruning's walk (newest first) ends up once it has also gone through the
+// folded part: the candidates are costs[0, end) that pruning would shrink.
+struct FoldedPrune {
+  size_t end = 0;
+  int64_t freed = 0;
 };
 
 class FoldedHistory {
@@ -102,9 +111,12 @@ class FoldedHistory {
 
   // Computed in one pass, memoized for the last key (recomputed after Fold/Unfold/AddFlags).
   const FoldedStats& Stats(const FoldedStatsKey& key) const;
-  // The kept, uncovered messages with their costs, oldest first (O(folded); the rare
-  // pruning walk that arrives unsaturated needs them one by one).
-  std::vector<FoldedCost> UncoveredCosts(const FoldedStatsKey& key) const;
+  // Continues a pruning walk that went through the newer messages with `users_seen` user
+  // turns and `tool_total` tool tokens counted: O(log n) over the memoized sums.
+  FoldedPrune ContinuePruneWalk(const FoldedStatsKey& key, const PruningOptions& options,
+                                int64_t users_seen, int64_t tool_total) const;
+  // The candidates of a FoldedPrune, ascending.
+  std::vector<int64_t> PruneSeqs(const FoldedStatsKey& key, const FoldedPrune& prune) const;
   // Kept messages inside `ranges` (merged, sorted).
   int64_t CountKeptIn(const SeqRanges& ranges) const;
   // The newest group of kept messages: its first seq and whether `ranges` cover any of

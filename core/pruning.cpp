@@ -16,7 +16,7 @@ void PruneWalk::Step(const PruneEntry& e) {
   }
 }
 
-void PruneWalk::AddSaturated(std::span<const int64_t> ascending_seqs, int64_t freed_tokens) {
+void PruneWalk::AddOlder(std::span<const int64_t> ascending_seqs, int64_t freed_tokens) {
   bulk_ascending_.insert(bulk_ascending_.end(), ascending_seqs.begin(), ascending_seqs.end());
   freed_ += freed_tokens;
 }

@@ -52,13 +52,12 @@ class PruneWalk {
  public:
   explicit PruneWalk(const PruningOptions& options) : options_(options) {}
   void Step(const PruneEntry& e);
-  // True once the protection is used up: every further tool result that is not pruned
-  // and is larger than its placeholder becomes a candidate.
-  bool saturated() const {
-    return user_turns_ >= options_.protect_user_turns && tool_total_ > options_.protect_tool_tokens;
-  }
-  // Candidates older than every entry stepped so far, known in bulk (only when saturated()).
-  void AddSaturated(std::span<const int64_t> ascending_seqs, int64_t freed_tokens);
+  const PruningOptions& options() const { return options_; }
+  int64_t user_turns() const { return user_turns_; }  // user messages stepped
+  int64_t tool_total() const { return tool_total_; }  // tool output counted so far
+  int64_t freed() const { return freed_; }            // what the candidates so far free
+  // Candidates older than every entry stepped so far, found in bulk by the caller.
+  void AddOlder(std::span<const int64_t> ascending_seqs, int64_t freed_tokens);
   PruneDecision Finish();
 
  private:

@@ -74,7 +74,7 @@ TEST(FoldedHistoryTest, FoldRecordsSanitizerDecisionsAndRanks) {
   EXPECT_EQ(f.kept_count(), 3);
 }
 
-TEST(FoldedHistoryTest, StatsFollowCoverageFlagsAndCap) {
+TEST(FoldedHistoryTest, StatsAndThePruneWalkFollowCoverageFlagsAndCap) {
   const MessageTokenCounter counter = BytesCounter();
   std::vector<StoredMessage> h = Store(Conv("u aTC(A) t(A) u aTC(B) t(B)"), counter);
   h[2].message.text = std::string(500, 'x');
@@ -87,21 +87,45 @@ TEST(FoldedHistoryTest, StatsFollowCoverageFlagsAndCap) {
   const FoldedStats& all = f.Stats(key);
   EXPECT_EQ(all.kept, 6);
   EXPECT_EQ(all.uncovered, 6);
-  EXPECT_EQ(all.user_messages, 2);
-  ASSERT_EQ(all.prunable_seqs, (std::vector<int64_t>{3, 6}));
-  // The 500-byte result costs the cap (100); pruned it costs 10 + "A". The second result
-  // (50 bytes plus overhead) is smaller than the cap.
-  EXPECT_EQ(all.prunable_freed, (100 - 11) + (h[5].tokens - 11));
+  EXPECT_EQ(all.users, (std::vector<uint32_t>{0, 3}));
+  // The 500-byte result costs the cap (100); pruned it costs 10 + "A".
+  const int64_t small = h[5].tokens;
+  EXPECT_EQ(all.tool_before.back(), 100 + small);
+  EXPECT_EQ(all.freed_before.back(), (100 - 11) + (small - 11));
+
+  PruningOptions o;
+  o.protect_user_turns = 1;
+  o.protect_tool_tokens = 0;
+  // Saturated on arrival: both results are candidates.
+  FoldedPrune p = f.ContinuePruneWalk(key, o, /*users_seen=*/1, /*tool_total=*/1);
+  EXPECT_EQ(p.freed, (100 - 11) + (small - 11));
+  EXPECT_EQ(f.PruneSeqs(key, p), (std::vector<int64_t>{3, 6}));
+  // The newest `small` tokens of tool output are protected: only the big one remains.
+  o.protect_tool_tokens = small;
+  p = f.ContinuePruneWalk(key, o, 1, 0);
+  EXPECT_EQ(f.PruneSeqs(key, p), (std::vector<int64_t>{3}));
+  EXPECT_EQ(p.freed, 100 - 11);
+  // One user turn protected and none seen yet: counting starts at the newer user message,
+  // so only the older result is a candidate; with two, counting starts at the oldest
+  // message and there is nothing older.
+  o.protect_tool_tokens = 0;
+  p = f.ContinuePruneWalk(key, o, 0, 0);
+  EXPECT_EQ(f.PruneSeqs(key, p), (std::vector<int64_t>{3}));
+  o.protect_user_turns = 2;
+  EXPECT_TRUE(f.PruneSeqs(key, f.ContinuePruneWalk(key, o, 0, 0)).empty());
+  o.protect_user_turns = 3;  // more turns protected than there are: nothing
+  EXPECT_EQ(f.ContinuePruneWalk(key, o, 0, 1000).freed, 0);
 
   key.summaries = {{2, 2}};  // covers the first tool group (through its call)
   const FoldedStats& covered = f.Stats(key);
   EXPECT_EQ(covered.uncovered, 4);
-  EXPECT_EQ(covered.prunable_seqs, (std::vector<int64_t>{6}));
+  o.protect_user_turns = 0;
+  EXPECT_EQ(f.PruneSeqs(key, f.ContinuePruneWalk(key, o, 0, 0)), (std::vector<int64_t>{6}));
 
   f.AddFlags({6}, kFlagPruned);
   const FoldedStats& after = f.Stats(key);
-  EXPECT_TRUE(after.prunable_seqs.empty());
-  EXPECT_EQ(after.tool_tokens, 0);
+  EXPECT_EQ(after.tool_before.back(), 0);
+  EXPECT_EQ(f.ContinuePruneWalk(key, o, 0, 0).freed, 0);
 }
 
 TEST(FoldedHistoryTest, FoldingInPiecesEqualsFoldingAtOnce) {
