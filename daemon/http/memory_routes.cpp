@@ -45,14 +45,15 @@ void Api::AddMemoryRoutes() {
     options.max_results = static_cast<int>(limit);
     options.session_id = QueryString(call->target, "session_id");
     options.exclude_session_id = QueryString(call->target, "exclude_session_id");
-    Result<std::vector<MemoryHit>> hits = s.memory.Search(options);
-    if (!hits.ok()) return call->Fail(hits.status());
-    json::array out;
-    for (const MemoryHit& h : *hits) {
-      out.push_back(
-          json::object{{"source", h.source}, {"id", h.id}, {"text", h.text}, {"score", h.score}});
-    }
-    call->Reply(200, json::object{{"query", q}, {"results", std::move(out)}});
+    s.memory.Search(std::move(options), [call, q](Result<std::vector<MemoryHit>> hits) {
+      if (!hits.ok()) return call->Fail(hits.status());
+      json::array out;
+      for (const MemoryHit& h : *hits) {
+        out.push_back(
+            json::object{{"source", h.source}, {"id", h.id}, {"text", h.text}, {"score", h.score}});
+      }
+      call->Reply(200, json::object{{"query", q}, {"results", std::move(out)}});
+    });
   });
 
   router_.Add("GET", "/v1/memory/{id}", [&s](const std::shared_ptr<Call>& call) {

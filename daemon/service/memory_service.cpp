@@ -66,8 +66,10 @@ void MemoryService::Delete(std::string id, Done<std::string> done) {
       });
 }
 
-Result<std::vector<MemoryHit>> MemoryService::Search(const SearchOptions& options) {
-  return missy::Search(*deps_.db, options);
+void MemoryService::Search(SearchOptions options, Done<std::vector<MemoryHit>> done) {
+  RunOnWorker(deps_, [this, options = std::move(options), done = std::move(done)] {
+    done(missy::Search(*deps_.db, options));
+  });
 }
 
 void MemoryService::AddLearning(LearningRecord learning, Done<LearningRecord> done) {

@@ -20,7 +20,9 @@ class MemoryService {
   Result<MemoryItem> Get(const std::string& id);
   Result<std::vector<MemoryItem>> List(const ListOptions& options, const std::string& session_id);
   void Delete(std::string id, Done<std::string> done);
-  Result<std::vector<MemoryHit>> Search(const SearchOptions& options);
+  // Runs on a worker, never on the caller's (loop) thread: with wait_for_index (the
+  // default) it first commits the pending message index, a synchronous write.
+  void Search(SearchOptions options, Done<std::vector<MemoryHit>> done);
 
   void AddLearning(LearningRecord learning, Done<LearningRecord> done);
   Result<std::vector<LearningRecord>> ListLearnings(const ListOptions& options,
