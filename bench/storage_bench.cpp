@@ -7,9 +7,12 @@
 // index up, and the CPU per message including that indexing.
 //   storage_bench [--seconds S] [--dir DIR] [--search-messages N] [--search-only]
 //                 [--append-only] [--group-only] [--writers N] [--batch N] [--repeat N]
+//                 [--group-wait-us N] [--cache-mib N]
 // --group-only, --writers and --batch keep only the group-commit rows / the rows with
 // that many writers / messages per call; --repeat runs each append row N times (the
-// disk's fsync latency swings between runs); --append-only skips the search part.
+// disk's fsync latency swings between runs); --append-only skips the search part;
+// --group-wait-us and --cache-mib set DatabaseOptions::group_commit_wait_us and
+// cache_budget_bytes for the append rows.
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -153,12 +156,15 @@ int64_t IndexBacklog(const std::string& path) {
 // `writers` threads, each on its own session, append `batch` messages per call for
 // `seconds`. max_batch = 1 disables group commit (one transaction per call).
 AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_batch,
-                        double seconds, const std::vector<missy::Message>& corpus) {
+                        double seconds, const std::vector<missy::Message>& corpus,
+                        int group_wait_us, int64_t cache_budget) {
   const std::string path = dir + "/append-" + std::to_string(writers) + "-" +
                            std::to_string(batch) + "-" + std::to_string(max_batch) + ".db";
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
   missy::DatabaseOptions options;
   options.max_batch = max_batch;
+  if (group_wait_us >= 0) options.group_commit_wait_us = group_wait_us;
+  if (cache_budget > 0) options.cache_budget_bytes = cache_budget;
   auto db = missy::Database::Open(path, options);
   if (!db.ok()) {
     std::fprintf(stderr, "open %s: %s\n", path.c_str(), db.status().ToString().c_str());
@@ -358,6 +364,8 @@ int main(int argc, char** argv) {
   bool append_only = false;
   int only_writers = 0, only_batch = 0, repeat = 1;
   bool group_only = false;
+  int group_wait_us = -1;    // -1: the DatabaseOptions default
+  int64_t cache_budget = 0;  // 0: the DatabaseOptions default
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
     if (!std::strcmp(argv[i], "--search-only")) {
@@ -366,6 +374,10 @@ int main(int argc, char** argv) {
       append_only = true;
     } else if (!std::strcmp(argv[i], "--group-only")) {
       group_only = true;
+    } else if (!std::strcmp(argv[i], "--group-wait-us") && has_value) {
+      group_wait_us = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--cache-mib") && has_value) {
+      cache_budget = static_cast<int64_t>(std::atoi(argv[++i])) << 20;
     } else if (!std::strcmp(argv[i], "--writers") && has_value) {
       only_writers = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--batch") && has_value) {
@@ -382,7 +394,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: storage_bench [--seconds S] [--dir DIR] [--search-messages N] "
                    "[--search-only] [--append-only] [--group-only] [--writers N] [--batch N] "
-                   "[--repeat N]\n");
+                   "[--repeat N] [--group-wait-us N] [--cache-mib N]\n");
       return 2;
     }
   }
@@ -423,8 +435,9 @@ int main(int argc, char** argv) {
     if (only_batch > 0 && row.batch != only_batch) continue;
     if (group_only && row.max_batch == 1) continue;
     for (int run = 0; run < repeat; ++run) {
-      AppendResult r = RunAppends(dir, row.writers, row.batch, row.max_batch, seconds,
-                                  row.trajectory ? corpus.trajectory : corpus.chat);
+      AppendResult r =
+          RunAppends(dir, row.writers, row.batch, row.max_batch, seconds,
+                     row.trajectory ? corpus.trajectory : corpus.chat, group_wait_us, cache_budget);
       std::printf(
           "  %-18s %-11s %7d %6d %12.0f %10.0f %9.2f %9.2f %10.1f %10.1f | %8lld %8lld %9.1f "
           "%12.1f\n",

@@ -8,7 +8,6 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
-#include <semaphore>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -70,7 +69,7 @@ class Database::Impl {
     Request request;
     request.fn = std::move(fn);
     Enqueue(&request);
-    request.finished.acquire();  // this caller's own wake-up: no herd on a shared lock
+    request.Wait();  // this caller's own wake-up: no herd on a shared lock
     return std::move(request.status);
   }
 
@@ -122,7 +121,22 @@ class Database::Impl {
     std::function<void(Status)> done;  // async only
     bool async = false;
     Status status;
-    std::binary_semaphore finished{0};  // sync only: released once `status` is final
+    // Sync only. (Not a std::binary_semaphore: libstdc++ spins and yields before it
+    // sleeps, CPU the writer needs on a small machine.)
+    std::mutex mu;
+    std::condition_variable cv;
+    bool finished = false;  // guarded by mu
+
+    void Wait() {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return finished; });
+    }
+    // The request may be gone as soon as `mu` is released.
+    void Finish() {
+      std::lock_guard lock(mu);
+      finished = true;
+      cv.notify_one();
+    }
   };
 
   void Enqueue(Request* request) {
@@ -204,7 +218,7 @@ class Database::Impl {
         if (r->async) {
           async_done.push_back(r);
         } else {
-          r->finished.release();
+          r->Finish();
         }
       }
       for (Request* r : async_done) {

@@ -41,7 +41,7 @@ struct DatabaseOptions {
   int64_t max_page_count = 0;          // > 0: cap the file at this many pages (writes beyond
                                        // it fail kUnavailable, as on a full disk)
   int max_batch = 1024;                // group commit: at most this many writes per transaction
-  int group_commit_wait_us = 500;      // when fewer writes are queued than the last
+  int group_commit_wait_us = 0;        // when fewer writes are queued than the last
                                        // transaction served, wait up to this long (and at
                                        // most half as long as its COMMIT took) for them to
                                        // gather: one fsync for all (0 = never wait)
