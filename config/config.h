@@ -43,6 +43,9 @@ struct LimitsConfig {
   // Audit stream backlog (bytes) before a slow audit client is cut off.
   int64_t audit_client_buffer_bytes = 4 * 1024 * 1024;
   int64_t memory_mb = 256;  // the daemon keeps its memory footprint under this many MiB
+  // A session's cached history is released after this long unused (0 = only when the
+  // cache is full); the next request reloads its window from the database.
+  int64_t cache_idle_seconds = 60;
 };
 
 // context.audit.*: retention of the audit log.

@@ -102,6 +102,9 @@ const ConfigKey kKeys[] = {
      IntRule{At<&D::limits, &LimitsConfig::audit_client_buffer_bytes>(), 1}},
     {"limits.memory_mb", "the daemon keeps its memory footprint under this many MiB",
      IntRule{At<&D::limits, &LimitsConfig::memory_mb>(), 16}},
+    {"limits.cache_idle_seconds",
+     "a session's cached history is released after this long unused (0 = never)",
+     IntRule{At<&D::limits, &LimitsConfig::cache_idle_seconds>()}},
 
     {"audit.retention_days", "events older than this are deleted (0 = no age limit)",
      IntRule{At<&D::audit, &AuditConfig::retention_days>()}},

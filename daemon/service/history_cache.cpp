@@ -5,6 +5,7 @@
 namespace missy {
 
 void HistoryCache::Touch(Slot& slot, const std::string& session_id) {
+  slot.last_used_ms = NowMs();
   lru_.erase(slot.lru);
   lru_.push_front(session_id);
   slot.lru = lru_.begin();
@@ -35,7 +36,9 @@ HistoryCache::History HistoryCache::Find(const std::string& session_id) {
   auto it = slots_.find(session_id);
   if (it == slots_.end()) return nullptr;
   Touch(it->second, session_id);
-  return it->second.history;
+  History found = it->second.history;
+  EvictIdleLocked();
+  return found;
 }
 
 Result<HistoryCache::History> HistoryCache::GetOrLoad(
@@ -55,6 +58,7 @@ HistoryCache::History HistoryCache::Put(const std::string& session_id, HistoryWi
   Slot& slot = slots_[session_id];
   slot.history = shared;
   slot.lru = lru_.begin();
+  slot.last_used_ms = NowMs();
   ChargeLocked(slot);
   EvictLocked();
   return shared;
@@ -143,6 +147,31 @@ size_t HistoryCache::max_bytes() const {
 void HistoryCache::EvictLocked() {
   // The most recent entry stays even over the bound (it is in use right now).
   while (total_bytes_ > max_bytes_ && lru_.size() > 1) EraseLocked(slots_.find(lru_.back()));
+  EvictIdleLocked();
+}
+
+size_t HistoryCache::EvictIdleLocked() {
+  if (idle_ms_ <= 0 || clock_ == nullptr) return 0;
+  const int64_t before = NowMs() - idle_ms_;
+  size_t n = 0;
+  while (!lru_.empty()) {
+    auto it = slots_.find(lru_.back());
+    if (it->second.last_used_ms >= before) break;  // the rest were used more recently
+    EraseLocked(it);
+    ++n;
+  }
+  return n;
+}
+
+void HistoryCache::SetIdleRelease(const Clock* clock, int64_t idle_ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  clock_ = clock;
+  idle_ms_ = idle_ms;
+}
+
+size_t HistoryCache::EvictIdle() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return EvictIdleLocked();
 }
 
 }  // namespace missy

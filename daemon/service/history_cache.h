@@ -23,6 +23,7 @@
 #include "core/history_window.h"
 #include "core/message.h"
 #include "core/status.h"
+#include "daemon/service/ports.h"
 
 namespace missy {
 
@@ -32,6 +33,12 @@ class HistoryCache {
   static constexpr size_t kDefaultMaxBytes = size_t{64} << 20;
 
   explicit HistoryCache(size_t max_bytes = kDefaultMaxBytes) : max_bytes_(max_bytes) {}
+
+  // Entries unused for `idle_ms` (by `clock`) are released by EvictIdle and by every
+  // access; idle_ms 0 or no clock: only the byte bound evicts.
+  void SetIdleRelease(const Clock* clock, int64_t idle_ms);
+  // Releases the entries unused for the idle time; returns how many.
+  size_t EvictIdle();
 
   // The cached history of `session_id`, or null.
   History Find(const std::string& session_id);
@@ -65,14 +72,19 @@ class HistoryCache {
     size_t messages = 0;  // charged (the window may be borrowed meanwhile)
     size_t known = 0;
     size_t bytes = 0;
+    int64_t last_used_ms = 0;
     std::list<std::string>::iterator lru;
   };
   void Touch(Slot& slot, const std::string& session_id);
   void ChargeLocked(Slot& slot);
   void EraseLocked(std::unordered_map<std::string, Slot>::iterator it);
   void EvictLocked();
+  size_t EvictIdleLocked();
+  int64_t NowMs() const { return clock_ != nullptr ? clock_->NowMs() : 0; }
 
   size_t max_bytes_;
+  const Clock* clock_ = nullptr;  // guarded by mu_, with idle_ms_
+  int64_t idle_ms_ = 0;
   mutable std::mutex mu_;
   std::unordered_map<std::string, Slot> slots_;
   std::list<std::string> lru_;  // most recently used first

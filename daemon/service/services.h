@@ -30,7 +30,9 @@ struct Services {
         usage(deps, queue, issued),
         memory(deps),
         summaries(deps),
-        admin(deps, history) {}
+        admin(deps, history) {
+    history.SetIdleRelease(deps.clock, deps.config->Get()->limits.cache_idle_seconds * 1000);
+  }
   // Lets the writes in flight and their continuations finish (they call back into the
   // services) before anything is destroyed.
   ~Services() {

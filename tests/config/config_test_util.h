@@ -67,6 +67,7 @@ inline void ExpectDefaults(const DaemonConfig& c) {
   EXPECT_EQ(c.limits.read_timeout_ms, 30000);
   EXPECT_EQ(c.limits.audit_client_buffer_bytes, 4 * 1024 * 1024);
   EXPECT_EQ(c.limits.memory_mb, 256);
+  EXPECT_EQ(c.limits.cache_idle_seconds, 60);
   EXPECT_EQ(c.audit.retention_days, 30);
   EXPECT_EQ(c.audit.retention_events, 1000000);
   EXPECT_DOUBLE_EQ(c.context.threshold_pct, 0.75);
@@ -139,6 +140,7 @@ inline std::vector<std::pair<std::string, std::string>> Members(const DaemonConf
   add("limits.read_timeout_ms", c.limits.read_timeout_ms);
   add("limits.audit_client_buffer_bytes", c.limits.audit_client_buffer_bytes);
   add("limits.memory_mb", c.limits.memory_mb);
+  add("limits.cache_idle_seconds", c.limits.cache_idle_seconds);
   add("audit.retention_days", c.audit.retention_days);
   add("audit.retention_events", c.audit.retention_events);
   std::ostringstream models;

@@ -73,6 +73,7 @@ TEST(DefaultConfigYamlTest, DefaultYamlListsEveryContextKeyWithComment) {
                         "read_timeout_ms",
                         "audit_client_buffer_bytes",
                         "memory_mb",
+                        "cache_idle_seconds",
                         "retention_days",
                         "retention_events",
                         "models"};

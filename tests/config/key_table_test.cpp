@@ -55,6 +55,7 @@ const std::map<std::string, std::string>& ExpectedMembers() {
       {"limits.read_timeout_ms", "limits.read_timeout_ms"},
       {"limits.audit_client_buffer_bytes", "limits.audit_client_buffer_bytes"},
       {"limits.memory_mb", "limits.memory_mb"},
+      {"limits.cache_idle_seconds", "limits.cache_idle_seconds"},
       {"audit.retention_days", "audit.retention_days"},
       {"audit.retention_events", "audit.retention_events"},
       {"models", "models"},

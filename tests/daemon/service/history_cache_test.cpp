@@ -109,3 +109,40 @@ TEST(HistoryCacheTest, RechargeFollowsAFoldOfTheEntry) {
 
 }  // namespace
 }  // namespace missy
+
+namespace missy {
+namespace {
+
+class ManualClock final : public Clock {
+ public:
+  int64_t NowMs() const override { return now; }
+  int64_t now = 1000;
+};
+
+TEST(HistoryCacheTest, SessionsUnusedForTheIdleTimeAreReleased) {
+  ManualClock clock;
+  HistoryCache cache;
+  cache.SetIdleRelease(&clock, 60'000);
+  cache.Put("old", Window(5));
+  clock.now += 30'000;
+  cache.Put("recent", Window(5));
+  clock.now += 20'000;
+  EXPECT_EQ(cache.EvictIdle(), 0u);       // "old" unused for 50 s
+  ASSERT_NE(cache.Find("old"), nullptr);  // used again: its idle time starts over
+  clock.now += 45'000;                    // "recent" unused for 65 s, "old" for 45 s
+  EXPECT_EQ(cache.EvictIdle(), 1u);
+  EXPECT_EQ(cache.Find("recent"), nullptr);
+  EXPECT_EQ(cache.cached_sessions(), 1u);
+  clock.now += 61'000;
+  cache.Put("new", Window(2));  // any access releases what has been idle too long
+  EXPECT_EQ(cache.cached_sessions(), 1u);
+  EXPECT_EQ(cache.Find("old"), nullptr);
+  EXPECT_EQ(cache.cached_bytes(), cache.Find("new")->ApproxBytes());
+  cache.SetIdleRelease(&clock, 0);  // 0: only the byte bound evicts
+  clock.now += 1'000'000;
+  EXPECT_EQ(cache.EvictIdle(), 0u);
+  EXPECT_EQ(cache.cached_sessions(), 1u);
+}
+
+}  // namespace
+}  // namespace missy
