@@ -3,6 +3,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <unistd.h>
 
 #include <chrono>
@@ -28,6 +31,13 @@
 namespace {
 
 constexpr const char* kVersion = "0.1.0";
+
+// Returns freed heap pages to the system (glibc keeps them in its arenas otherwise).
+void ReleaseFreeMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
 
 void PrintUsage() {
   std::printf(
@@ -113,7 +123,12 @@ int main(int argc, char** argv) {
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(config->database_path).parent_path(),
                                         ec);
-    Result<std::unique_ptr<Database>> db = Database::Open(config->database_path);
+    // The memory bound (context.limits.memory_mb) is shared out: an eighth to SQLite's
+    // page caches, half to the history cache (below), the rest to the daemon itself
+    // (tokenizer ranks, buffers, allocator slack).
+    DatabaseOptions db_options;
+    db_options.cache_budget_bytes = (config->limits.memory_mb << 20) / 8;
+    Result<std::unique_ptr<Database>> db = Database::Open(config->database_path, db_options);
     if (!db.ok()) {
       spdlog::critical("cannot open database: {}", db.status().ToString());
       return 1;
@@ -198,12 +213,20 @@ int main(int argc, char** argv) {
       auto next = std::make_shared<DaemonConfig>(std::move(*fresh));
       spdlog::set_level(spdlog::level::from_str(next->log_level));
       services.history.SetMaxBytes(static_cast<size_t>(next->limits.memory_mb) << 19);
+      services.history.SetIdleRelease(&clock, next->limits.cache_idle_seconds * 1000);
       config_holder.Set(next);
       spdlog::info("config reloaded from {}", config_path);
       audit.Emit(AuditRecord{"config.reloaded", "daemon", "allow", "",
                              AuditDetail().Add("path", config_path)});
     });
 
+    // Idle sessions' histories are released, and the memory they held goes back to the
+    // system (glibc keeps freed heap pages otherwise).
+    srv->Every(std::chrono::seconds(15), [&services]() {
+      services.workers.Post([&services] {
+        if (services.history.EvictIdle() > 0) ReleaseFreeMemory();
+      });
+    });
     // Maintenance: audit retention (the chain stays verifiable) and jobs whose lease ended.
     srv->Every(std::chrono::minutes(10), [&services]() {
       services.workers.Post([&services] { services.admin.Maintain(); });

@@ -12,23 +12,31 @@ void Api::AddAdminRoutes() {
   router_.Add("GET", "/v1/health", [this, &s](const std::shared_ptr<Call>& call) {
     auto cfg = s.deps.config->Get();
     const HealthFigures h = s.admin.Health();
-    call->Reply(200, json::object{
-                         {"status", "ok"},
-                         {"version", version_},
-                         {"uptime_ms", h.uptime_ms},
-                         {"requests", requests_.load()},
-                         {"schema_version", h.schema_version},
-                         {"socket", cfg->socket_path},
-                         {"audit_socket", cfg->audit_socket_path},
-                         {"memory", json::object{{"rss_bytes", h.rss_bytes},
-                                                 {"limit_mb", cfg->limits.memory_mb},
-                                                 {"history_cache",
-                                                  json::object{{"sessions", h.cached_sessions},
-                                                               {"messages", h.cached_messages},
-                                                               {"bytes", h.cached_bytes},
-                                                               {"max_bytes", h.cache_max_bytes}}}}},
-                         {"storage", json::object{{"write_transactions", h.write_transactions},
-                                                  {"commits_with_fsync", h.commits_with_fsync}}}});
+    call->Reply(
+        200, json::object{
+                 {"status", "ok"},
+                 {"version", version_},
+                 {"uptime_ms", h.uptime_ms},
+                 {"requests", requests_.load()},
+                 {"schema_version", h.schema_version},
+                 {"socket", cfg->socket_path},
+                 {"audit_socket", cfg->audit_socket_path},
+                 {"memory",
+                  json::object{{"rss_bytes", h.rss_bytes},
+                               {"limit_mb", cfg->limits.memory_mb},
+                               {"history_cache", json::object{{"sessions", h.cached_sessions},
+                                                              {"messages", h.cached_messages},
+                                                              {"known_messages", h.known_messages},
+                                                              {"bytes", h.cached_bytes},
+                                                              {"max_bytes", h.cache_max_bytes}}},
+                               {"sqlite",
+                                json::object{{"bytes", h.sqlite.sqlite_bytes},
+                                             {"high_water_bytes", h.sqlite.sqlite_high_water_bytes},
+                                             {"cache_bytes", h.sqlite.cache_bytes},
+                                             {"cache_budget_bytes", h.sqlite.cache_budget_bytes},
+                                             {"open_readers", h.sqlite.open_readers}}}}},
+                 {"storage", json::object{{"write_transactions", h.write_transactions},
+                                          {"commits_with_fsync", h.commits_with_fsync}}}});
   });
 
   router_.Add("GET", "/v1/config", [&s](const std::shared_ptr<Call>& call) {

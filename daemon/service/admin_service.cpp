@@ -38,9 +38,11 @@ HealthFigures AdminService::Health() {
   h.schema_version = deps_.db->SchemaVersion();
   h.cached_sessions = history_.cached_sessions();
   h.cached_messages = history_.cached_messages();
+  h.known_messages = history_.known_messages();
   h.cached_bytes = history_.cached_bytes();
   h.cache_max_bytes = history_.max_bytes();
   h.rss_bytes = ResidentBytes();
+  h.sqlite = deps_.db->MemoryStats();
   const WriterStats stats = deps_.db->GetWriterStats();
   h.write_transactions = stats.transactions;
   h.commits_with_fsync = stats.commits_with_fsync;

@@ -8,6 +8,7 @@
 
 #include "core/audit_event.h"
 #include "daemon/service/service_deps.h"
+#include "storage/database.h"
 #include "storage/records.h"
 
 namespace missy {
@@ -23,10 +24,12 @@ struct HealthFigures {
   int64_t uptime_ms = 0;
   int64_t schema_version = 0;
   size_t cached_sessions = 0;
-  size_t cached_messages = 0;
+  size_t cached_messages = 0;  // with their content (the sessions' windows)
+  size_t known_messages = 0;   // all messages of the cached sessions, folded ones included
   size_t cached_bytes = 0;
   size_t cache_max_bytes = 0;
   int64_t rss_bytes = 0;  // resident set size of this process (0 if unknown)
+  DatabaseMemoryStats sqlite;
   int64_t write_transactions = 0;
   int64_t commits_with_fsync = 0;
 };
