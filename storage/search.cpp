@@ -14,15 +14,24 @@ namespace {
 
 using sqlite::Connection;
 
+constexpr size_t kMaxAllWordTerms = 12;
 constexpr size_t kMaxAnyWordTerms = 8;
 constexpr int64_t kCommonWordDocs = 5000;
 
-// The any-word fallback ranks every row holding any of the words, so common words make
-// it slow and add little: keep the rarest words (by how many messages hold them), at
-// most kMaxAnyWordTerms, and drop those in more than kCommonWordDocs messages while at
-// least two words remain. Without document counts (no vocab table) the longest words
-// are kept instead.
-std::vector<std::string> RarestTerms(Connection& c, const std::vector<std::string>& terms) {
+// FTS5 reads the whole posting list of every word of a query, and ranks every row that
+// matches, so a common word costs as much as the index is large and adds little to the
+// ranking. Both phases therefore use the rarest words (by how many messages hold them;
+// without document counts, i.e. no vocab table, the longest words):
+//  - all words: those in at most kCommonWordDocs messages, at most kMaxAllWordTerms
+//    (the two rarest when every word is common);
+//  - any word: at most kMaxAnyWordTerms, dropping those in more than kCommonWordDocs
+//    messages while at least two words remain.
+struct RankedTerms {
+  std::vector<std::string> all_words;
+  std::vector<std::string> any_word;
+};
+
+RankedTerms RankTerms(Connection& c, const std::vector<std::string>& terms) {
   std::vector<std::pair<int64_t, std::string>> ranked;
   bool have_counts = c.Exec(
                           "CREATE VIRTUAL TABLE IF NOT EXISTS temp.messages_vocab USING "
@@ -49,10 +58,21 @@ std::vector<std::string> RarestTerms(Connection& c, const std::vector<std::strin
   auto key = [](int64_t docs) { return docs == 0 ? INT64_MAX : docs; };
   std::stable_sort(ranked.begin(), ranked.end(),
                    [&](const auto& a, const auto& b) { return key(a.first) < key(b.first); });
-  std::vector<std::string> out;
+  RankedTerms out;
   for (const auto& [docs, t] : ranked) {
-    if (out.size() >= kMaxAnyWordTerms || (out.size() >= 2 && docs > kCommonWordDocs)) break;
-    out.push_back(t);
+    if (out.any_word.size() >= kMaxAnyWordTerms ||
+        (out.any_word.size() >= 2 && docs > kCommonWordDocs)) {
+      break;
+    }
+    out.any_word.push_back(t);
+  }
+  for (const auto& [docs, t] : ranked) {
+    if (out.all_words.size() < kMaxAllWordTerms && docs <= kCommonWordDocs) {
+      out.all_words.push_back(t);
+    }
+  }
+  for (size_t i = 0; out.all_words.empty() && i < ranked.size() && i < 2; ++i) {
+    out.all_words.push_back(ranked[i].second);  // every word is common: the two rarest
   }
   return out;
 }
@@ -130,9 +150,10 @@ Result<std::vector<MemoryHit>> Search(Database& db, const SearchOptions& options
       pending = *filled;
     }
     Status st;
+    const RankedTerms ranked = RankTerms(c, terms);
     for (bool all_terms : {true, false}) {
       if (!all_terms && terms.size() == 1) break;
-      std::vector<std::string> used = all_terms ? terms : RarestTerms(c, terms);
+      const std::vector<std::string>& used = all_terms ? ranked.all_words : ranked.any_word;
       const std::string match = fts::BuildMatchExpression(used, all_terms);
       st = SearchSources(c, options, match, pending, hits);
       if (!st.ok() || !hits.empty()) break;

@@ -141,6 +141,27 @@ TEST_F(SearchTest, AllWordsFirstThenAnyWord) {
             (std::vector<std::string>{"message/beta:1", "summary/" + summary_id_}));
 }
 
+// A word in more than 5,000 messages is left out of the all-words query (its posting list
+// would cost as much as the index is large), so a rare word alone decides the match.
+TEST_F(SearchTest, CommonWordsDoNotJoinTheAllWordsQuery) {
+  ASSERT_TRUE(db_->sessions.Create(SimpleSession("noisy")).ok());
+  std::vector<NewMessage> batch;
+  for (int i = 0; i < 5100; ++i) {
+    batch.push_back(NewMessage{Message::User("status update " + std::to_string(i)), 3, 0});
+  }
+  ASSERT_TRUE(db_->messages.Append("noisy", std::move(batch), 12).ok());
+  ASSERT_TRUE(
+      db_->messages.Append("alpha", {NewMessage{Message::User("the quokka migration"), 3, 0}}, 13)
+          .ok());
+  SearchOptions o;
+  o.memory = false;
+  o.summaries = false;
+  o.query = "update quokka";  // no message has both; "update" is in 5,100
+  EXPECT_EQ(Ids(SearchOk(o)), (std::vector<std::string>{"message/alpha:3"}));
+  o.query = "status update";  // only common words: the two rarest, together
+  EXPECT_EQ(SearchOk(o).size(), 10u);
+}
+
 TEST_F(SearchTest, SnippetsAreBounded) {
   ASSERT_TRUE(
       db_->messages
