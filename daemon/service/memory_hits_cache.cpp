@@ -3,26 +3,14 @@
 namespace missy {
 
 void MemoryHitsCache::ContentChanged(const std::string& session_id) {
+  if (!session_id.empty()) return;  // a session's content: the ttl bounds its effect
   std::lock_guard<std::mutex> lock(mu_);
   ++changes_;
-  if (session_id.empty()) return;
-  // Bounded: forgetting the per-session counts only makes every entry look stale.
-  if (own_.size() >= 4 * capacity_ && own_.find(session_id) == own_.end()) {
-    own_.clear();
-    entries_.clear();
-    lru_.clear();
-  }
-  ++own_[session_id];
 }
 
-uint64_t MemoryHitsCache::StampLocked(const std::string& session_id) const {
-  auto it = own_.find(session_id);
-  return changes_ - (it == own_.end() ? 0 : it->second);  // changes others caused
-}
-
-uint64_t MemoryHitsCache::Stamp(const std::string& session_id) const {
+uint64_t MemoryHitsCache::Stamp(const std::string& /*session_id*/) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return StampLocked(session_id);
+  return changes_;
 }
 
 std::optional<std::vector<MemoryHit>> MemoryHitsCache::Find(const std::string& session_id,
@@ -32,8 +20,7 @@ std::optional<std::vector<MemoryHit>> MemoryHitsCache::Find(const std::string& s
   auto it = entries_.find(session_id);
   if (it == entries_.end()) return std::nullopt;
   const Entry& e = it->second;
-  if (e.query != query || e.stamp != StampLocked(session_id) || now_ms - e.at_ms > ttl_ms_ ||
-      now_ms < e.at_ms) {
+  if (e.query != query || e.stamp != changes_ || now_ms - e.at_ms > ttl_ms_ || now_ms < e.at_ms) {
     return std::nullopt;
   }
   lru_.splice(lru_.begin(), lru_, it->second.lru);
@@ -43,7 +30,7 @@ std::optional<std::vector<MemoryHit>> MemoryHitsCache::Find(const std::string& s
 void MemoryHitsCache::Put(const std::string& session_id, const std::string& query, uint64_t stamp,
                           int64_t now_ms, std::vector<MemoryHit> hits) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (stamp != StampLocked(session_id)) return;  // something changed while searching
+  if (stamp != changes_) return;  // something changed daemon-wide while searching
   auto it = entries_.find(session_id);
   if (it == entries_.end()) {
     lru_.push_front(session_id);

@@ -3,12 +3,13 @@
 // message) stays the same for many context requests, and the full-text search ranks
 // every matching row — over a long history that is most of a context's cost.
 //
-// Validity: a session's context searches everything but its own history, so only
-// changes caused by OTHER sessions or daemon-wide (memory items, imports) invalidate
-// its entry; its own appends and summaries do not. Entries also expire after
-// `ttl_ms`, which bounds the staleness the index lag can cause (the context path does
-// not wait for the index). Bounded: at most `capacity` sessions (least recent out).
-// Thread-safe.
+// Validity: daemon-wide changes (memory items, learnings, imports) invalidate every
+// entry at once. Sessions' own messages and summaries do not: with many agents busy,
+// some session changes all the time, and searching again on every context made the
+// search most of the daemon's work as history grew. Their effect is bounded instead by
+// `ttl_ms`: a context may miss what other sessions wrote in the last 10 s, as it may miss
+// what the index has not caught up with yet (the context path never waits for the
+// index). Bounded: at most `capacity` sessions (least recent out). Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +29,8 @@ class MemoryHitsCache {
   explicit MemoryHitsCache(size_t capacity = 1024, int64_t ttl_ms = 10000)
       : capacity_(capacity), ttl_ms_(ttl_ms) {}
 
-  // Something searchable changed: content of `session_id` ("" = daemon-wide: memory
-  // items, imports — every entry becomes invalid).
+  // Something searchable changed: content of `session_id` (bounded by the ttl only), or
+  // "" = daemon-wide (memory items, imports): every entry becomes invalid.
   void ContentChanged(const std::string& session_id);
 
   // Taken before searching; Put() with it stores nothing if a change came meanwhile.
@@ -48,13 +49,11 @@ class MemoryHitsCache {
     std::vector<MemoryHit> hits;
     std::list<std::string>::iterator lru;
   };
-  uint64_t StampLocked(const std::string& session_id) const;
 
   const size_t capacity_;
   const int64_t ttl_ms_;
   mutable std::mutex mu_;
-  uint64_t changes_ = 0;                           // every change
-  std::unordered_map<std::string, uint64_t> own_;  // changes caused by each session
+  uint64_t changes_ = 0;  // daemon-wide changes
   std::unordered_map<std::string, Entry> entries_;
   std::list<std::string> lru_;  // most recent first
 };

@@ -7,7 +7,7 @@ namespace {
 
 std::vector<MemoryHit> Hits(const std::string& id) { return {MemoryHit{"memory", id, "t", 1.0}}; }
 
-TEST(MemoryHitsCacheTest, ReusedUntilAnotherSessionOrTheDaemonChangesSomething) {
+TEST(MemoryHitsCacheTest, ReusedUntilTheDaemonChangesSomethingOrTheTtlEnds) {
   MemoryHitsCache cache;
   cache.Put("a", "fix the build", cache.Stamp("a"), 1000, Hits("m1"));
   ASSERT_TRUE(cache.Find("a", "fix the build", 1001).has_value());
@@ -15,8 +15,9 @@ TEST(MemoryHitsCacheTest, ReusedUntilAnotherSessionOrTheDaemonChangesSomething) 
   EXPECT_FALSE(cache.Find("a", "another query", 1001).has_value());
   cache.ContentChanged("a");  // its own history is excluded from its search
   EXPECT_TRUE(cache.Find("a", "fix the build", 1002).has_value());
-  cache.ContentChanged("b");  // another session's messages may now match
-  EXPECT_FALSE(cache.Find("a", "fix the build", 1003).has_value());
+  cache.ContentChanged("b");  // another session's messages: bounded by the ttl only
+  EXPECT_TRUE(cache.Find("a", "fix the build", 1003).has_value());
+  EXPECT_FALSE(cache.Find("a", "fix the build", 1000 + 10001).has_value());
   cache.Put("a", "fix the build", cache.Stamp("a"), 1004, Hits("m2"));
   cache.ContentChanged("");  // a memory item or an import: everyone's results may change
   EXPECT_FALSE(cache.Find("a", "fix the build", 1005).has_value());
@@ -25,7 +26,7 @@ TEST(MemoryHitsCacheTest, ReusedUntilAnotherSessionOrTheDaemonChangesSomething) 
 TEST(MemoryHitsCacheTest, AChangeDuringTheSearchKeepsItsResultOut) {
   MemoryHitsCache cache;
   const uint64_t stamp = cache.Stamp("a");
-  cache.ContentChanged("b");
+  cache.ContentChanged("");  // a memory item was added meanwhile
   cache.Put("a", "q", stamp, 1000, Hits("stale"));
   EXPECT_FALSE(cache.Find("a", "q", 1000).has_value());
   EXPECT_EQ(cache.size(), 0u);
