@@ -24,13 +24,21 @@ constexpr size_t kUserTextBytes = 4096;
 
 constexpr int64_t kPrunedCostFloor = 8;  // below what the placeholder message costs
 
-int64_t ContextCost(const StoredMessage& m, int64_t tool_cap) {
+}  // namespace
+
+int64_t HistoryWindow::Cost(const StoredMessage& m) const {
   if (m.message.role != Role::kTool) return m.tokens;
   if ((m.flags & kFlagPruned) != 0) return std::min(m.tokens, kPrunedCostFloor);
-  return std::min(m.tokens, tool_cap);
+  return std::min(m.tokens, keep_.tool_cap);
 }
 
-}  // namespace
+void HistoryWindow::set_keep(const WindowKeep& keep) {
+  const bool recount = keep.tool_cap != keep_.tool_cap;
+  keep_ = keep;
+  if (!recount) return;
+  window_cost_ = 0;
+  for (const StoredMessage& m : window_) window_cost_ += Cost(m);
+}
 
 void HistoryWindow::NoteUserText(const StoredMessage& m) {
   if (m.message.role != Role::kUser) return;
@@ -51,6 +59,7 @@ bool HistoryWindow::Append(std::vector<StoredMessage> rows) {
   }
   for (const StoredMessage& m : rows) {
     window_bytes_ += missy::ApproxBytes(m);
+    window_cost_ += Cost(m);
     NoteUserText(m);
   }
   last_seq_ = rows.back().seq;
@@ -69,7 +78,11 @@ void HistoryWindow::AddFlags(const std::vector<int64_t>& seqs, uint32_t flags) {
     }
     auto m = std::lower_bound(window_.begin(), window_.end(), seq,
                               [](const StoredMessage& a, int64_t s) { return a.seq < s; });
-    if (m != window_.end() && m->seq == seq) m->flags |= flags;
+    if (m != window_.end() && m->seq == seq) {
+      window_cost_ -= Cost(*m);
+      m->flags |= flags;
+      window_cost_ += Cost(*m);
+    }
   }
   if (!older.empty()) folded_.AddFlags(older, flags);
 }
@@ -78,21 +91,24 @@ bool HistoryWindow::Fold(const MessageTokenCounter& counter) {
   const WindowKeep& keep = keep_;
   const auto n = static_cast<int64_t>(window_.size());
   if (static_cast<double>(n) <= keep.slack * static_cast<double>(keep.messages)) return false;
-  int64_t total = 0;
-  for (const StoredMessage& m : window_) total += ContextCost(m, keep.tool_cap);
-  if (static_cast<double>(total) <= keep.slack * static_cast<double>(keep.tokens)) return false;
+  if (static_cast<double>(window_cost_) <= keep.slack * static_cast<double>(keep.tokens)) {
+    return false;
+  }
   // The newest messages that cost at least keep.tokens and number at least keep.messages,
   // extended back to a safe cut.
   int64_t cost = 0;
   size_t cut = window_.size();
   while (cut > 0 &&
          (cost < keep.tokens || static_cast<int64_t>(window_.size() - cut) < keep.messages)) {
-    cost += ContextCost(window_[--cut], keep.tool_cap);
+    cost += Cost(window_[--cut]);
   }
   while (cut > 0 && !IsSafeFoldCut(window_[cut].message)) --cut;
   if (cut == 0) return false;
   folded_.Fold(std::span<const StoredMessage>(window_.data(), cut), counter);
-  for (size_t i = 0; i < cut; ++i) window_bytes_ -= missy::ApproxBytes(window_[i]);
+  for (size_t i = 0; i < cut; ++i) {
+    window_bytes_ -= missy::ApproxBytes(window_[i]);
+    window_cost_ -= Cost(window_[i]);
+  }
   window_.erase(window_.begin(), window_.begin() + static_cast<std::ptrdiff_t>(cut));
   window_.shrink_to_fit();  // give the folded messages' slots back, too
   return true;
@@ -128,7 +144,10 @@ Status HistoryWindow::Unfold(std::vector<StoredMessage> rows) {
                                    std::to_string(expected_last) + ")");
   }
   folded_.Unfold(first);
-  for (const StoredMessage& m : rows) window_bytes_ += missy::ApproxBytes(m);
+  for (const StoredMessage& m : rows) {
+    window_bytes_ += missy::ApproxBytes(m);
+    window_cost_ += Cost(m);
+  }
   window_.insert(window_.begin(), std::make_move_iterator(rows.begin()),
                  std::make_move_iterator(rows.end()));
   return Status::Ok();

@@ -50,7 +50,7 @@ class HistoryWindow {
 
   // How much Fold keeps (the context path sets it from the session's budget).
   const WindowKeep& keep() const { return keep_; }
-  void set_keep(const WindowKeep& keep) { keep_ = keep; }
+  void set_keep(const WindowKeep& keep);
 
   // Appends committed messages; false (and nothing changed) unless they continue it.
   bool Append(std::vector<StoredMessage> rows);
@@ -71,11 +71,14 @@ class HistoryWindow {
 
  private:
   void NoteUserText(const StoredMessage& m);
+  int64_t Cost(const StoredMessage& m) const;  // in a context, at most (keep_.tool_cap)
 
   FoldedHistory folded_;
   WindowKeep keep_;
   std::vector<StoredMessage> window_;
   size_t window_bytes_ = 0;
+  int64_t window_cost_ = 0;  // sum of Cost over window_ (kept up to date: Fold is O(1)
+                             // until there is something to fold)
   int64_t last_seq_ = 0;
   std::string last_user_text_;
 };
