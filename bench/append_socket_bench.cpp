@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_daemon.h"
 #include "cli/http_client.h"
 
 namespace {
@@ -101,45 +102,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::string tmpl = parent + "/missy-append-bench-XXXXXX";
-  if (mkdtemp(tmpl.data()) == nullptr) {
-    std::perror("mkdtemp");
-    return 1;
-  }
-  const std::string home = tmpl;
-  {
-    FILE* f = std::fopen((home + "/config.yaml").c_str(), "w");
-    std::fputs(getenv("MISSY_BENCH_CONFIG") ? getenv("MISSY_BENCH_CONFIG")
-                                            : "context:\n  log_level: warn\n",
-               f);
-    std::fclose(f);
-  }
-  const pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open((home + "/missyd.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    setenv("MISSY_HOME", home.c_str(), 1);
-    execl(missyd.c_str(), missyd.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  auto stop_daemon = [&] {
-    kill(pid, SIGTERM);
-    int st = 0;
-    waitpid(pid, &st, 0);
-  };
-  const std::string socket = home + "/missyd.sock";
-  bool up = false;
-  for (int i = 0; i < 400 && !up; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    auto r = missy::UnixHttpCall(socket, "GET", "/v1/health");
-    up = r.ok() && r->status == 200;
-  }
-  if (!up) {
-    std::fprintf(stderr, "missyd did not start (see %s/missyd.log)\n", home.c_str());
-    stop_daemon();
-    return 1;
-  }
+  missy::bench::BenchDaemon daemon;
+  const char* config = getenv("MISSY_BENCH_CONFIG");
+  if (!daemon.Start(missyd, config ? config : "context:\n  log_level: warn\n", parent)) return 1;
+  const std::string socket = daemon.socket();
+  const pid_t pid = daemon.pid();
 
   // Each client: its own session and connection, one message per request.
   std::atomic<bool> measuring{false}, stop{false}, failed{false};
@@ -237,7 +204,5 @@ int main(int argc, char** argv) {
               daemon_cpu * 1e6 / ops, self_cpu * 1e6 / ops, static_cast<long long>(total_acked));
   if (status != 0) std::printf("FAILED (see above)\n");
   std::fflush(stdout);
-  stop_daemon();
-  std::filesystem::remove_all(home);
-  return status;
+  return status;  // the daemon stops with `daemon`
 }

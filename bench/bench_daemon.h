@@ -1,6 +1,7 @@
 // Helpers shared by the benchmarks that drive a real missyd over its Unix socket
 // (memory_bench, soak_bench): start the daemon on a temporary MISSY_HOME, read its
-// memory from /proc, stop it (also when the benchmark fails), percentiles.
+// memory from /proc, stop it (also when the benchmark fails), percentiles. Used by every
+// socket benchmark (context_socket_bench, append_socket_bench, memory_bench, soak_bench).
 // Header-only: every bench/*_bench.cpp is its own executable.
 #pragma once
 
@@ -61,11 +62,13 @@ class BenchDaemon {
     }
   }
 
-  // Writes `config_yaml` to <home>/config.yaml, starts `missyd` and waits (up to 20 s)
-  // until /v1/health answers 200. Prints why and returns false otherwise.
-  bool Start(const std::string& missyd, const std::string& config_yaml) {
-    char tmpl[] = "/tmp/missy-bench-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) {
+  // Writes `config_yaml` to <home>/config.yaml (home: a new directory in `parent`),
+  // starts `missyd` and waits (up to 20 s) until /v1/health answers 200. Prints why and
+  // returns false otherwise.
+  bool Start(const std::string& missyd, const std::string& config_yaml,
+             const std::string& parent = "/tmp") {
+    std::string tmpl = parent + "/missy-bench-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) {
       std::perror("mkdtemp");
       return false;
     }

@@ -2,12 +2,6 @@
 // builds sessions of 1k, 10k and 100k messages (a realistic mix of user turns, tool
 // calls and tool outputs) and times POST /v1/sessions/{id}/context, p50 and p99.
 // Usage: context_socket_bench PATH_TO_MISSYD
-#include <fcntl.h>
-#include <signal.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
@@ -17,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_daemon.h"
 #include "cli/http_client.h"
 
 namespace {
@@ -49,11 +44,6 @@ json::array Turn(int turn, int& call) {
   return batch;
 }
 
-double Percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -61,34 +51,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s PATH_TO_MISSYD\n", argv[0]);
     return 2;
   }
-  const std::string missyd = argv[1];
-  char tmpl[] = "/tmp/missy-bench-XXXXXX";
-  const std::string home = mkdtemp(tmpl);
-  {
-    FILE* f = std::fopen((home + "/config.yaml").c_str(), "w");
-    std::fputs(getenv("MISSY_BENCH_CONFIG") ? getenv("MISSY_BENCH_CONFIG")
-                                            : "context:\n  log_level: warn\n",
-               f);
-    std::fclose(f);
-  }
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open((home + "/missyd.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    setenv("MISSY_HOME", home.c_str(), 1);
-    execl(missyd.c_str(), missyd.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  const std::string socket = home + "/missyd.sock";
+  missy::bench::BenchDaemon daemon;
+  const char* config = getenv("MISSY_BENCH_CONFIG");
+  if (!daemon.Start(argv[1], config ? config : "context:\n  log_level: warn\n")) return 1;
   missy::UnixHttpConnection conn;
-  for (int i = 0; i < 400 && !conn.connected(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (!missy::UnixHttpCall(socket, "GET", "/v1/health").ok()) continue;
-    (void)conn.Connect(socket);
-  }
-  if (!conn.connected()) {
-    std::fprintf(stderr, "missyd did not start (see %s/missyd.log)\n", home.c_str());
+  if (missy::Status st = conn.Connect(daemon.socket()); !st.ok()) {
+    std::fprintf(stderr, "connect: %s\n", st.ToString().c_str());
     return 1;
   }
 
@@ -149,13 +117,9 @@ int main(int argc, char** argv) {
     }
     if (ms.empty()) break;
     std::printf("%-10d %10.0f %8.2fms %8.2fms %8lld %10lld\n", size, appended / append_s,
-                Percentile(ms, 0.5), Percentile(ms, 0.99), static_cast<long long>(kept),
-                static_cast<long long>(used));
+                missy::bench::Percentile(ms, 0.5), missy::bench::Percentile(ms, 0.99),
+                static_cast<long long>(kept), static_cast<long long>(used));
     std::fflush(stdout);
   }
-  kill(pid, SIGTERM);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  std::filesystem::remove_all(home);
-  return status;
+  return status;  // the daemon stops with `daemon`
 }
