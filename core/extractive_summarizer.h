@@ -1,0 +1,100 @@
+// The extractive summarizer (DESIGN.md §5, the default backend: offline, deterministic).
+// Guarantees: pure (no I/O, clock or threads); the same input gives the same bytes; never
+// throws on malformed tool-call arguments; every string it returns is valid UTF-8; for a
+// budget of at least 64 tokens the summary text counts at most
+// min(target_tokens, source_tokens - 1) with the given counter, so whenever that budget
+// can be met the summary is smaller than what it replaces (see ExtractiveSummary::Shrinks:
+// the caller rejects a summary that does not shrink).
+//
+// What is kept, highest priority first: the chunk's first user message (the task; cut
+// middle-out when longer than user_message_chars), the artifact trail (files, errors,
+// commands, decisions; the most recently seen first), the other user messages, the newest
+// facts (Missy's MemoryConsolidator rules: "[tool]" + the first tool_result_chars of each
+// tool result, lines marked result:/decided:/found:/error:/success:/created:/updated:/
+// deleted:/confirmed:/output:), then the prior summary's excerpt.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/message.h"
+#include "core/status.h"
+#include "core/token_counter.h"
+
+namespace missy {
+
+// What a stretch of history touched. Each list is deduplicated, in first-seen order.
+struct ArtifactTrail {
+  std::vector<std::string> files;      // paths read/written/edited or named by user or agent
+  std::vector<std::string> commands;   // shell commands run (first line, capped)
+  std::vector<std::string> errors;     // error lines printed by tools (capped)
+  std::vector<std::string> decisions;  // "decided:"-style lines of the user or the agent
+  bool empty() const {
+    return files.empty() && commands.empty() && errors.empty() && decisions.empty();
+  }
+  bool operator==(const ArtifactTrail&) const = default;
+};
+
+// {"files":[...],"commands":[...],"errors":[...],"decisions":[...]}
+std::string ArtifactsToJson(const ArtifactTrail& trail);
+// Inverse; missing keys and non-string items are skipped; InvalidArgument unless the text
+// is a JSON object.
+Result<ArtifactTrail> ArtifactsFromJson(std::string_view json);
+
+// The trail of a stretch of messages (system messages are ignored).
+ArtifactTrail ExtractArtifacts(std::span<const StoredMessage> messages);
+// Appends `from`'s items missing from `into`, keeping both orders.
+void MergeArtifacts(ArtifactTrail& into, const ArtifactTrail& from);
+
+struct ExtractiveOptions {
+  int64_t target_tokens = 1200;     // upper bound of the text (1200 leaves, 2000 condensed)
+  size_t user_message_chars = 500;  // user messages up to this many code points verbatim
+  size_t tool_result_chars = 200;   // head of each tool result kept as a "[tool]" fact
+  size_t max_line_chars = 300;      // cap of a fact, error or decision line
+  size_t command_chars = 200;       // cap of a command in the trail
+  size_t scan_window_bytes = 4096;  // tool results are scanned for errors in head+tail
+};
+
+inline constexpr int64_t kCondensedTargetTokens = 2000;
+
+struct ExtractiveSummary {
+  std::string text;           // what the model sees
+  ArtifactTrail artifacts;    // everything extracted (stored beside the text, never cut)
+  int64_t tokens = 0;         // CountText(text)
+  int64_t source_tokens = 0;  // what it replaces: messages' tokens, or children's
+  bool cut = false;           // facts, requests or trail items were dropped to fit
+  // False when the summary is not smaller than its source: the caller must reject it.
+  bool Shrinks() const { return tokens < source_tokens; }
+};
+
+// A leaf summary of `chunk`. `prior` is the newest earlier summary's text (continuity; may
+// be empty; it is the first thing dropped). A message's tokens are its cached `tokens`,
+// or CountMessage when that is 0.
+ExtractiveSummary SummarizeMessages(std::span<const StoredMessage> chunk, std::string_view prior,
+                                    const ExtractiveOptions& options,
+                                    const MessageTokenCounter& counter);
+
+// A summary one depth up: children (oldest first) are merged, not re-summarized: their
+// requests and facts are read back from their texts (a text not in this module's layout
+// counts as facts, line by line) and their trails merged (deduplicated). Use
+// options.target_tokens = kCondensedTargetTokens.
+struct ChildSummary {
+  std::string text;
+  ArtifactTrail artifacts;
+  int64_t tokens = 0;
+};
+ExtractiveSummary CondenseSummaries(std::span<const ChildSummary> children,
+                                    const ExtractiveOptions& options,
+                                    const MessageTokenCounter& counter);
+
+// Exposed for tests: whether `token` (already split out of text) looks like a file path.
+// `loose` admits unanchored extensionless relative paths ("django/db/models"), as in
+// commands and tool arguments; prose needs an anchor ("/", "./", "../", "~/") or a known
+// extension.
+bool LooksLikePath(std::string_view token, bool loose);
+
+}  // namespace missy
