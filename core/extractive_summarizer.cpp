@@ -563,7 +563,15 @@ struct Bounded {
 
 Bounded Bound(const Pieces& p, const TrailBuilder& trail, int64_t budget,
               const MessageTokenCounter& counter) {
-  const Lists lists{{&p.requests, &p.facts, &trail.files.items(), &trail.commands.items(),
+  // The task gets at most half the budget (middle-out cut beyond that).
+  std::vector<std::string> requests = p.requests;
+  if (!requests.empty()) {
+    const int64_t share = budget / 2 - counter.CountText(kRequestsHeader) - 2;
+    if (counter.CountText(requests[0]) > share) {
+      requests[0] = TruncateMiddleOut(requests[0], std::max<int64_t>(share, 1), counter).text;
+    }
+  }
+  const Lists lists{{&requests, &p.facts, &trail.files.items(), &trail.commands.items(),
                      &trail.errors.items(), &trail.decisions.items()},
                     p.prior};
   Selection sel;
@@ -611,26 +619,30 @@ Bounded Bound(const Pieces& p, const TrailBuilder& trail, int64_t budget,
   const std::vector<size_t> files = trail.files.ByRecency(), commands = trail.commands.ByRecency(),
                             errors = trail.errors.ByRecency(),
                             decisions = trail.decisions.ByRecency();
-  const std::vector<size_t> requests = newest_first(p.requests.size(), 1);
+  const std::vector<size_t> request_order = newest_first(requests.size(), 1);
   const std::vector<size_t> facts = newest_first(p.facts.size(), 0);
 
-  if (!p.requests.empty()) admit(kRequests, 0, budget);
+  if (!requests.empty()) admit(kRequests, 0, budget);
   admit_recent(kFiles, files, 12, budget);
   admit_recent(kErrors, errors, 6, budget);
   admit_recent(kCommands, commands, 6, budget);
   admit_recent(kDecisions, decisions, 4, budget);
-  admit_recent(kRequests, requests, SIZE_MAX, used + budget * 3 / 10);
+  admit_recent(kRequests, request_order, SIZE_MAX, used + budget * 3 / 10);
   admit_recent(kFacts, facts, SIZE_MAX, used + budget / 4);
   admit_recent(kFiles, files, SIZE_MAX, budget);
   admit_recent(kErrors, errors, SIZE_MAX, budget);
   admit_recent(kDecisions, decisions, SIZE_MAX, budget);
   admit_recent(kCommands, commands, SIZE_MAX, budget);
-  admit_recent(kRequests, requests, SIZE_MAX, budget);
+  admit_recent(kRequests, request_order, SIZE_MAX, budget);
   admit_recent(kFacts, facts, SIZE_MAX, budget);
-  if (!p.prior.empty() && used + counter.CountText(p.prior) + 4 <= budget) sel.prior = true;
+  // The prior excerpt only when everything else is in.
+  if (!p.prior.empty() && admitted.size() == total_items &&
+      used + counter.CountText(p.prior) + 4 <= budget) {
+    sel.prior = true;
+  }
 
   Bounded out;
-  const size_t keep_first = p.requests.empty() ? 0 : 1;
+  const size_t keep_first = requests.empty() ? 0 : 1;
   while (true) {
     const size_t omitted = total_items - admitted.size() + (p.prior.empty() || sel.prior ? 0 : 1);
     out.text = Render(lists, sel, omitted);
@@ -652,16 +664,29 @@ Bounded Bound(const Pieces& p, const TrailBuilder& trail, int64_t budget,
     }
     if (admitted.size() <= keep_first && excess > 0) break;
   }
-  // Only the task is left and it is still too long (or nothing at all fits).
-  if (p.requests.empty() || admitted.empty()) return out;
-  const std::string note = "(" + std::to_string(total_items - 1) + " older items omitted)\n";
-  const int64_t room = budget - counter.CountText(std::string(kRequestsHeader) + "- \n" + note) - 1;
-  TruncatedText t = TruncateMiddleOut(p.requests[0], std::max<int64_t>(room, 1), counter);
-  out.text = std::string(kRequestsHeader);
-  AppendBullet(out.text, t.text);
-  if (total_items > 1) out.text += note;
-  out.tokens = counter.CountText(out.text);
+  // Only the task is left and it is still too long (or nothing at all fits): cut it
+  // further, the omitted-items note going first.
+  if (requests.empty() || admitted.empty()) return out;
   out.cut = true;
+  const std::string note = "(" + std::to_string(total_items - 1) + " older items omitted)\n";
+  auto render_task = [&](std::string_view task, bool with_note) {
+    out.text = std::string(kRequestsHeader);
+    AppendBullet(out.text, task);
+    if (with_note && total_items > 1) out.text += note;
+    out.tokens = counter.CountText(out.text);
+    return out.tokens <= budget;
+  };
+  int64_t room = budget - counter.CountText(std::string(kRequestsHeader) + "- \n") - 1;
+  for (int attempt = 0; attempt < 8 && room > 0; ++attempt) {
+    const TruncatedText t = TruncateMiddleOut(requests[0], room, counter);
+    if (render_task(t.text, true) || render_task(t.text, false)) return out;
+    room -= out.tokens - budget + 1;
+  }
+  // The marker itself does not fit: the head of the task alone.
+  for (size_t chars = CodePoints(requests[0]); chars > 0; chars /= 2) {
+    if (render_task(CapChars(requests[0], chars), false)) return out;
+  }
+  render_task("", false);
   return out;
 }
 
@@ -725,20 +750,22 @@ void ExtractInto(std::span<const StoredMessage> messages, const ExtractiveOption
         break;
       }
       case Role::kTool: {
+        if (pieces && !Trim(text).empty()) {
+          AddFact(pieces->facts, seen_facts, "[tool] " + OneLine(text, o.tool_result_chars));
+        }
+        // Key lines already inside the "[tool]" head are not repeated.
+        const char* const fact_from = text.data() + std::min(text.size(), o.tool_result_chars);
         const auto [head, tail] = HeadAndTail(text, o.scan_window_bytes);
         auto scan = [&](std::string_view part) {
           ForEachLine(part, [&](std::string_view line) {
             if (IsErrorLine(line)) trail.errors.Add(OneLine(line, o.max_line_chars));
-            if (pieces && HasKeyMarker(line)) {
+            if (pieces && line.data() >= fact_from && HasKeyMarker(line)) {
               AddFact(pieces->facts, seen_facts, OneLine(line, o.max_line_chars));
             }
           });
         };
         scan(head);
         scan(tail);
-        if (pieces && !Trim(text).empty()) {
-          AddFact(pieces->facts, seen_facts, "[tool] " + OneLine(text, o.tool_result_chars));
-        }
         break;
       }
       case Role::kSystem:

@@ -11,7 +11,7 @@
 // commands, decisions; the most recently seen first), the other user messages, the newest
 // facts (Missy's MemoryConsolidator rules: "[tool]" + the first tool_result_chars of each
 // tool result, lines marked result:/decided:/found:/error:/success:/created:/updated:/
-// deleted:/confirmed:/output:), then the prior summary's excerpt.
+// deleted:/confirmed:/output:); the prior summary's excerpt only when all of that fits.
 #pragma once
 
 #include <cstddef>
