@@ -1,0 +1,66 @@
+// HttpTransport: one HTTP/1.1 POST to a provider, over TCP or TLS, with a deadline on each
+// phase. The only code of the provider that sees Asio, Beast or OpenSSL (in the .cpp).
+//
+// Thread safety: immutable after Make; Post may run on several threads at once (each call
+// has its own io_context and connection; the TLS context is shared read-only). Blocking.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <variant>
+
+#include "core/status.h"
+#include "daemon/provider/provider_client.h"
+#include "daemon/provider/provider_url.h"
+#include "daemon/provider/provider_wire.h"
+
+namespace missy::provider {
+
+struct AttemptLimits {
+  std::chrono::milliseconds connect_timeout;       // resolve + connect
+  std::chrono::milliseconds handshake_timeout;     // TLS handshake
+  std::chrono::milliseconds first_byte_timeout;    // request sent and response header read
+  std::chrono::steady_clock::time_point deadline;  // nothing of the attempt runs past it
+  std::size_t max_response_bytes = 8 << 20;
+};
+
+// A complete HTTP answer (any status).
+struct HttpAnswer {
+  int status = 0;
+  std::string body;
+  std::string retry_after;     // the Retry-After header, "" when absent
+  std::string retry_after_ms;  // the retry-after-ms header, "" when absent
+};
+
+// No complete answer: kTimeout, kNetwork, kTls or kBadResponse, with a message that names
+// the phase. Messages hold no request content (so no key).
+struct TransportFailure {
+  ProviderErrorKind kind = ProviderErrorKind::kNetwork;
+  std::string message;
+};
+
+class HttpTransport {
+ public:
+  // For https, loads ca_file (or the system's trust store when empty); kInvalidArgument when
+  // it cannot be loaded.
+  static Result<std::unique_ptr<HttpTransport>> Make(BaseUrl url, const std::string& ca_file);
+  ~HttpTransport();
+  HttpTransport(const HttpTransport&) = delete;
+  HttpTransport& operator=(const HttpTransport&) = delete;
+
+  // POSTs `body` (application/json) to `target` with the extra headers, on a new connection.
+  std::variant<HttpAnswer, TransportFailure> Post(const std::string& target,
+                                                  const HeaderList& headers,
+                                                  const std::string& body,
+                                                  const AttemptLimits& limits) const;
+
+  const BaseUrl& url() const;
+
+ private:
+  struct Impl;
+  explicit HttpTransport(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace missy::provider
