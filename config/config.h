@@ -21,6 +21,7 @@
 #include "core/model_table.h"
 #include "core/pruning.h"
 #include "core/status.h"
+#include "core/summary_plan.h"
 
 namespace missy {
 
@@ -66,8 +67,9 @@ struct DaemonConfig {
   // context.threshold_pct, .message_threshold, .tool_output_max_tokens; the other members
   // are not keys and keep their core defaults.
   ContextOptions context;
-  bool strict = false;     // context.strict: 422 instead of flagging invalid appends
-  PruningOptions pruning;  // context.pruning.* (protect_turns, protect_tokens, minimum_freed)
+  bool strict = false;           // context.strict: 422 instead of flagging invalid appends
+  PruningOptions pruning;        // context.pruning.* (protect_turns, protect_tokens, minimum_freed)
+  SummarizerOptions summarizer;  // context.summarizer.* (chunk, fanout, target sizes)
   TokenizerMode tokenizer = TokenizerMode::kExact;  // context.tokenizer
   int64_t image_tokens = 765;                       // context.image_tokens: cost of one image
   CalibrationOptions calibration;                   // context.calibration.*

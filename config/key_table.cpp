@@ -84,6 +84,15 @@ const ConfigKey kKeys[] = {
     {"pruning.minimum_freed", "prune only if at least this many tokens are freed",
      IntRule{At<&D::pruning, &PruningOptions::minimum_freed_tokens>()}},
 
+    {"summarizer.leaf_chunk_tokens", "a leaf summary covers at most this much history",
+     IntRule{At<&D::summarizer, &SummarizerOptions::leaf_chunk_tokens>(), 500}},
+    {"summarizer.condensed_fanout", "summaries condensed into one at the next depth",
+     IntRule{At<&D::summarizer, &SummarizerOptions::condensed_fanout>(), 2}},
+    {"summarizer.leaf_target_tokens", "size a leaf summary is cut to",
+     IntRule{At<&D::summarizer, &SummarizerOptions::leaf_target_tokens>(), 64}},
+    {"summarizer.condensed_target_tokens", "size a condensed summary is cut to",
+     IntRule{At<&D::summarizer, &SummarizerOptions::condensed_target_tokens>(), 64}},
+
     {"tokenizer", "token counting (exact needs the BPE rank files)", kTokenizerRule},
     {"image_tokens", "fixed token cost of one image part", IntRule{At<&D::image_tokens>()}},
 
@@ -123,6 +132,7 @@ const ConfigKey kKeys[] = {
 const ConfigGroup kGroups[] = {
     {"budget", "token budget of one assembled context"},
     {"pruning", "clearing of old tool output"},
+    {"summarizer", "background summarization of older history"},
     {"calibration", "correction from provider-reported usage"},
     {"limits", "resource limits"},
     {"audit", "audit log retention"},

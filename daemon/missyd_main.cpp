@@ -220,6 +220,9 @@ int main(int argc, char** argv) {
                              AuditDetail().Add("path", config_path)});
     });
 
+    // Background summarization: its own thread, claiming jobs from the queue in SQLite
+    // (jobs left by a previous run are picked up too).
+    services.summarizer.Start();
     // Idle sessions' histories are released, and the memory they held goes back to the
     // system (glibc keeps freed heap pages otherwise).
     srv->Every(std::chrono::seconds(15), [&services]() {

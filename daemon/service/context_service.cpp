@@ -43,6 +43,11 @@ std::optional<int64_t> ContextService::Anchor(const std::string& session_id) {
 
 void ContextService::SetAnchor(const std::string& session_id, int64_t seq) {
   std::lock_guard<std::mutex> lock(anchors_mu_);
+  // Bounded: the anchor is persisted with the session, so forgetting the map only costs
+  // a session whose anchor write is still pending one context with a moved anchor.
+  if (anchors_.size() >= kMaxAnchors && anchors_.find(session_id) == anchors_.end()) {
+    anchors_.clear();
+  }
   anchors_[session_id] = seq;
 }
 
@@ -283,22 +288,26 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
           if (!job.ok()) return job.status();
           if (job->created) {
             MISSY_RETURN_IF_ERROR(deps_.audit->Append(
-                txn,
-                AuditRecord{"job.queued", "context", "allow", id,
-                            AuditDetail().Add("job_id", job->job.id).Add("kind", "summarize")}));
+                txn, AuditRecord{"summarization.queued", "context", "allow", id,
+                                 AuditDetail()
+                                     .Add("job_id", job->job.id)
+                                     .Add("reason", r.zone)
+                                     .Add("history_tokens", r.history_demand_tokens)
+                                     .Add("uncovered_messages", r.uncovered_messages)}));
           }
         }
         if (anchor_moved)
           MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(txn, id, new_anchor));
         return deps_.audit->Append(txn, *event);
       },
-      [this, p, id, release = std::move(release)](Status st) {
+      [this, p, id, want_job, release = std::move(release)](Status st) {
         if (!st.ok()) {
           release();
           return p->done(st);
         }
         history_.FlagsAdded(id, p->outcome.context.report.newly_pruned_seqs, kFlagPruned);
         release();
+        if (want_job && deps_.on_job_queued) deps_.on_job_queued();
         p->outcome.wrote = true;
         p->done(std::move(p->outcome));
       });

@@ -68,6 +68,7 @@ class ContextService {
   std::mutex anchors_mu_;
   // Where each session's kept history started last time (persisted too; this is the
   // value in force while its write is pending).
+  static constexpr size_t kMaxAnchors = 4096;
   std::unordered_map<std::string, int64_t> anchors_;
 };
 

@@ -31,6 +31,17 @@ MessageTokenCounter CounterFor(const DaemonConfig& config, const TokenizerRegist
   return MessageTokenCounter(heuristic, options);
 }
 
+int64_t SessionHistoryBudget(const DaemonConfig& config, const Session& session) {
+  TokenBudget b = config.budget;
+  std::optional<ModelSpec> spec = config.models.Lookup(session.model);
+  const int64_t window =
+      session.context_window > 0 ? session.context_window : (spec ? spec->context_window : 0);
+  const int64_t max_output = spec ? spec->max_output_tokens : 0;
+  if (window > max_output && window > 0) b.total = window - max_output;
+  const int64_t available = b.total - b.system_reserve - b.tool_definitions_reserve;
+  return std::max<int64_t>(0, b.HistoryBudget(std::max<int64_t>(0, available)));
+}
+
 std::string CalibrationKey(const Session& session) {
   return session.model.empty() ? std::string("default") : session.model;
 }

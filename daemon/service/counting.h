@@ -15,6 +15,11 @@ class TokenizerRegistry;
 MessageTokenCounter CounterFor(const DaemonConfig& config, const TokenizerRegistry* tokenizers,
                                const Session& session);
 
+// The history budget of a session's contexts when the request overrides nothing: the
+// model's window minus its output (or budget.total), minus the system and tool reserves,
+// minus the memory and learnings shares.
+int64_t SessionHistoryBudget(const DaemonConfig& config, const Session& session);
+
 // The key calibration is kept under for a session: its model, or "default".
 std::string CalibrationKey(const Session& session);
 

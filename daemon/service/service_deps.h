@@ -51,6 +51,7 @@ struct ServiceDeps {
   ConfigHolder* config = nullptr;
   WorkerPool* workers = nullptr;           // where continuations run after a commit (null: inline)
   MemoryHitsCache* memory_hits = nullptr;  // told of every searchable change (null: none)
+  std::function<void()> on_job_queued;     // wakes the summarization worker (empty: none)
 };
 
 // Tells deps.memory_hits that searchable content changed (see memory_hits_cache.h).

@@ -13,6 +13,8 @@
 #include "daemon/service/service_deps.h"
 #include "daemon/service/session_queue.h"
 #include "daemon/service/session_service.h"
+#include "daemon/service/summarization_service.h"
+#include "daemon/service/summarization_worker.h"
 #include "daemon/service/summary_service.h"
 #include "daemon/service/usage_service.h"
 #include "daemon/service/worker_pool.h"
@@ -23,19 +25,22 @@ namespace missy {
 struct Services {
   explicit Services(const ServiceDeps& d,
                     size_t history_cache_bytes = HistoryCache::kDefaultMaxBytes)
-      : deps(WithShared(d, &workers, &memory_hits)),
+      : deps(WithShared(d, &workers, &memory_hits, [this] { summarizer.Notify(); })),
         history(history_cache_bytes),
         sessions(deps, history, queue),
         context(deps, history, queue, issued),
         usage(deps, queue, issued),
         memory(deps),
         summaries(deps),
+        summarization(deps),
+        summarizer(deps, summarization),
         admin(deps, history) {
     history.SetIdleRelease(deps.clock, deps.config->Get()->limits.cache_idle_seconds * 1000);
   }
   // Lets the writes in flight and their continuations finish (they call back into the
   // services) before anything is destroyed.
   ~Services() {
+    summarizer.Stop();  // the job in progress finishes first
     for (int i = 0; i < 3; ++i) {
       (void)deps.db->Write([](Txn&) { return Status::Ok(); });
       workers.Drain();
@@ -55,13 +60,19 @@ struct Services {
   UsageService usage;
   MemoryService memory;
   SummaryService summaries;
+  SummarizationService summarization;
+  // Runs summarization jobs on its own thread once started (missyd starts it; tests
+  // that want background summarization call summarizer.Start()).
+  SummarizationWorker summarizer;
   AdminService admin;
   WorkerPool workers{2};  // last: joined first (its tasks use the members above)
 
  private:
-  static ServiceDeps WithShared(ServiceDeps d, WorkerPool* pool, MemoryHitsCache* hits) {
+  static ServiceDeps WithShared(ServiceDeps d, WorkerPool* pool, MemoryHitsCache* hits,
+                                std::function<void()> on_job_queued) {
     d.workers = pool;
     d.memory_hits = hits;
+    d.on_job_queued = std::move(on_job_queued);
     return d;
   }
 };

@@ -130,6 +130,10 @@ inline std::vector<std::pair<std::string, std::string>> Members(const DaemonConf
   add("pruning.protect_user_turns", c.pruning.protect_user_turns);
   add("pruning.protect_tool_tokens", c.pruning.protect_tool_tokens);
   add("pruning.minimum_freed_tokens", c.pruning.minimum_freed_tokens);
+  add("summarizer.leaf_chunk_tokens", c.summarizer.leaf_chunk_tokens);
+  add("summarizer.condensed_fanout", c.summarizer.condensed_fanout);
+  add("summarizer.leaf_target_tokens", c.summarizer.leaf_target_tokens);
+  add("summarizer.condensed_target_tokens", c.summarizer.condensed_target_tokens);
   add("tokenizer", TokenizerModeName(c.tokenizer));
   add("image_tokens", c.image_tokens);
   add("calibration.alpha", c.calibration.alpha);

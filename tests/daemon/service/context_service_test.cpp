@@ -245,7 +245,7 @@ TEST_F(ServiceContextTest, SummarizeJobIsEnqueuedOnceWhileOneIsActive) {
   EXPECT_EQ((*jobs)[0].state, "queued");
   EXPECT_EQ((*jobs)[0].created_at_ms, kStartMs);
   EXPECT_EQ(json::parse((*jobs)[0].payload_json).at("reason").as_string(), "warning");
-  std::vector<AuditEvent> queued = Events("job.queued");
+  std::vector<AuditEvent> queued = Events("summarization.queued");
   ASSERT_EQ(queued.size(), 1u);
   EXPECT_EQ(queued[0].session_id, "w");
   EXPECT_EQ(Events("context.built").size(), 2u);

@@ -1,0 +1,221 @@
+#include "daemon/service/summarization_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/extractive_summarizer.h"
+#include "daemon/audit/audit_bus.h"
+#include "daemon/service/counting.h"
+#include "daemon/service/ports.h"
+#include "storage/database.h"
+#include "storage/stores.h"
+
+namespace missy {
+
+namespace {
+
+constexpr char kBackend[] = "extractive";
+constexpr int64_t kMinChunkTokens = 500;  // below this a summary saves too little
+
+int64_t NowSteadyMs() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Stores `record` with its audit event in one transaction; returns it as stored.
+Result<SummaryRecord> Store(const ServiceDeps& deps, const SummaryRecord& record,
+                            AuditDetail detail) {
+  SummaryRecord stored;
+  Status st = deps.db->Write([&](Txn& txn) -> Status {
+    Result<SummaryRecord> r = deps.stores->summaries.Insert(txn, record);
+    if (!r.ok()) return r.status();
+    stored = std::move(*r);
+    detail.Add("summary_id", stored.id);
+    return deps.audit->Append(txn, AuditRecord{"summarization.completed", "context", "allow",
+                                               record.session_id, std::move(detail)});
+  });
+  if (!st.ok()) return st;
+  SearchableChanged(deps, stored.session_id);
+  return stored;
+}
+
+}  // namespace
+
+Result<SummarizeOutcome> SummarizationService::Summarize(const SummarizeRequest& request) {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_.wait(lock, [&] { return running_.count(request.session_id) == 0; });
+    running_.insert(request.session_id);
+  }
+  Result<SummarizeOutcome> out = SummarizeLocked(request);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_.erase(request.session_id);
+  }
+  idle_.notify_all();
+  return out;
+}
+
+Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRequest& request) {
+  const std::string& id = request.session_id;
+  Result<Session> session = deps_.stores->sessions.Get(id);
+  if (!session.ok()) return session.status();
+  auto cfg = deps_.config->Get();
+  // A leaf chunk is at most leaf_chunk_tokens, and at most half the session's history
+  // budget: summarizing must make room in contexts of that budget, whatever its size.
+  SummarizerOptions options = cfg->summarizer;
+  options.leaf_chunk_tokens = std::clamp(SessionHistoryBudget(*cfg, *session) / 2, kMinChunkTokens,
+                                         std::max(kMinChunkTokens, options.leaf_chunk_tokens));
+  const MessageTokenCounter counter = CounterFor(*cfg, deps_.tokenizers, *session);
+  SummarizeOutcome out;
+  out.backend = kBackend;
+
+  Result<std::vector<SummaryRecord>> all = deps_.stores->summaries.List(id, false);
+  if (!all.ok()) return all.status();
+  int64_t covered_through = 0;
+  const SummaryRecord* newest = nullptr;  // the prior summary a new leaf continues
+  for (const SummaryRecord& s : *all) {
+    if (s.depth == 0) covered_through = std::max(covered_through, s.last_seq);
+    if (s.parent_id.empty() && (newest == nullptr || s.last_seq > newest->last_seq)) newest = &s;
+  }
+  std::string prior = newest != nullptr ? newest->content : "";
+
+  // Plan on what the messages cost, without their content.
+  Result<std::vector<MessageMeta>> meta = deps_.stores->messages.LoadMeta(id, covered_through);
+  if (!meta.ok()) return meta.status();
+  std::vector<PlanMessage> plan_input;
+  plan_input.reserve(meta->size());
+  for (const MessageMeta& m : *meta) plan_input.push_back({m.seq, m.role, m.tokens});
+  const std::vector<LeafChunk> chunks =
+      PlanLeafChunks(plan_input, cfg->budget.fresh_tail_count, options, request.force);
+
+  int64_t uncovered_tokens = 0;
+  for (const PlanMessage& m : plan_input) uncovered_tokens += m.tokens;
+  const bool condense_due = [&] {
+    std::vector<PlanSummary> plan;
+    for (const SummaryRecord& s : *all) {
+      if (s.parent_id.empty()) plan.push_back({s.id, s.depth, s.first_seq});
+    }
+    return !PlanCondensation(plan, options).empty();
+  }();
+  if (chunks.empty() && !condense_due) {
+    out.stopped = "not enough new history outside the fresh tail (" +
+                  std::to_string(uncovered_tokens) + " tokens uncovered)";
+    return out;  // nothing worth a summary yet: no event, no write
+  }
+  deps_.audit->Emit(AuditRecord{"summarization.started", "context", "allow", id,
+                                AuditDetail()
+                                    .Add("job_id", request.job_id)
+                                    .Add("reason", request.reason)
+                                    .Add("uncovered_messages", plan_input.size())
+                                    .Add("uncovered_tokens", uncovered_tokens)
+                                    .Add("leaf_chunks", chunks.size())
+                                    .Add("backend", kBackend)});
+
+  // Leaves, oldest first; each continues the one before it.
+  for (const LeafChunk& c : chunks) {
+    const int64_t started = NowSteadyMs();
+    const int64_t first = plan_input[c.begin].seq, last = plan_input[c.end - 1].seq;
+    Result<std::vector<StoredMessage>> rows = deps_.stores->messages.LoadRange(id, first, last);
+    if (!rows.ok()) return rows.status();
+    ExtractiveOptions leaf_options;
+    leaf_options.target_tokens = options.leaf_target_tokens;
+    ExtractiveSummary sum = SummarizeMessages(*rows, prior, leaf_options, counter);
+    if (!sum.Shrinks()) {
+      out.stopped = "summary of seqs " + std::to_string(first) + ".." + std::to_string(last) +
+                    " is not smaller than its " + std::to_string(sum.source_tokens) + " tokens";
+      break;
+    }
+    SummaryRecord record;
+    record.session_id = id;
+    record.depth = 0;
+    record.content = sum.text;
+    record.tokens = sum.tokens;
+    record.first_seq = first;
+    record.last_seq = last;
+    record.start_ms = rows->front().created_at_ms;
+    record.end_ms = rows->back().created_at_ms;
+    record.descendant_count = static_cast<int64_t>(rows->size());
+    record.artifacts_json = ArtifactsToJson(sum.artifacts);
+    record.created_at_ms = deps_.clock->NowMs();
+    Result<SummaryRecord> stored = Store(deps_, record,
+                                         AuditDetail()
+                                             .Add("job_id", request.job_id)
+                                             .Add("depth", 0)
+                                             .Add("first_seq", first)
+                                             .Add("last_seq", last)
+                                             .Add("messages", rows->size())
+                                             .Add("tokens_before", sum.source_tokens)
+                                             .Add("tokens_after", sum.tokens)
+                                             .Add("backend", kBackend)
+                                             .Add("duration_ms", NowSteadyMs() - started));
+    if (!stored.ok()) return stored.status();
+    ++out.leaves;
+    out.messages_covered += static_cast<int64_t>(rows->size());
+    out.tokens_before += sum.source_tokens;
+    out.tokens_after += sum.tokens;
+    out.summary_ids.push_back(stored->id);
+    prior = std::move(record.content);
+  }
+
+  // Condense while some depth has condensed_fanout summaries without a parent.
+  for (;;) {
+    Result<std::vector<SummaryRecord>> top = deps_.stores->summaries.List(id, true);
+    if (!top.ok()) return top.status();
+    std::vector<PlanSummary> plan;
+    for (const SummaryRecord& s : *top) plan.push_back({s.id, s.depth, s.first_seq});
+    const std::vector<std::string> ids = PlanCondensation(plan, options);
+    if (ids.empty()) break;
+    const int64_t started = NowSteadyMs();
+    std::vector<ChildSummary> children;
+    SummaryRecord record;
+    record.session_id = id;
+    record.first_seq = INT64_MAX;
+    record.start_ms = INT64_MAX;
+    for (const std::string& child_id : ids) {
+      auto it = std::find_if(top->begin(), top->end(),
+                             [&](const SummaryRecord& s) { return s.id == child_id; });
+      Result<ArtifactTrail> trail = ArtifactsFromJson(it->artifacts_json);
+      children.push_back({it->content, trail.ok() ? *trail : ArtifactTrail{}, it->tokens});
+      record.depth = it->depth + 1;
+      record.first_seq = std::min(record.first_seq, it->first_seq);
+      record.last_seq = std::max(record.last_seq, it->last_seq);
+      record.start_ms = std::min(record.start_ms, it->start_ms);
+      record.end_ms = std::max(record.end_ms, it->end_ms);
+      record.descendant_count += it->descendant_count;
+      record.child_ids.push_back(child_id);
+    }
+    ExtractiveOptions condensed_options;
+    condensed_options.target_tokens = options.condensed_target_tokens;
+    ExtractiveSummary sum = CondenseSummaries(children, condensed_options, counter);
+    if (!sum.Shrinks()) {
+      out.stopped = "condensing " + std::to_string(ids.size()) + " summaries at depth " +
+                    std::to_string(record.depth - 1) + " would not make them smaller";
+      break;
+    }
+    record.content = sum.text;
+    record.tokens = sum.tokens;
+    record.artifacts_json = ArtifactsToJson(sum.artifacts);
+    record.created_at_ms = deps_.clock->NowMs();
+    Result<SummaryRecord> stored = Store(deps_, record,
+                                         AuditDetail()
+                                             .Add("job_id", request.job_id)
+                                             .Add("depth", record.depth)
+                                             .Add("first_seq", record.first_seq)
+                                             .Add("last_seq", record.last_seq)
+                                             .Add("children", ids.size())
+                                             .Add("tokens_before", sum.source_tokens)
+                                             .Add("tokens_after", sum.tokens)
+                                             .Add("backend", kBackend)
+                                             .Add("duration_ms", NowSteadyMs() - started));
+    if (!stored.ok()) return stored.status();
+    ++out.condensed;
+    out.summary_ids.push_back(stored->id);
+  }
+  if (!out.stopped.empty()) spdlog::warn("summarization of {} stopped: {}", id, out.stopped);
+  return out;
+}
+
+}  // namespace missy

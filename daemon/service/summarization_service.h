@@ -1,0 +1,63 @@
+// SummarizationService: summarizes a session's older history (DESIGN.md §5). One run plans
+// leaf chunks over the uncovered history outside the fresh tail (core/summary_plan.h),
+// summarizes each chunk (the extractive backend: core/extractive_summarizer.h), commits
+// each summary with its coverage and its audit event in one transaction, then condenses
+// while some depth has condensed_fanout summaries without a parent. Source messages are
+// never deleted or changed. A summary that is not smaller than what it replaces is not
+// stored (the run stops there and says so).
+//
+// Synchronous and slow (it reads and writes SQLite, and later calls an LLM): call it from
+// the summarization worker's thread or another worker, never an event-loop thread. Runs
+// of one session are serialised (a job and a forced compaction never cover a message
+// twice); different sessions run in parallel. Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "core/status.h"
+#include "core/summary_plan.h"
+#include "daemon/service/service_deps.h"
+
+namespace missy {
+
+struct SummarizeRequest {
+  std::string session_id;
+  bool force = false;  // also a trailing chunk however small (forced compaction)
+  std::string reason;  // "threshold", "context_length_exceeded", ... (audit)
+  int64_t job_id = 0;  // the job being run (0: none)
+};
+
+struct SummarizeOutcome {
+  std::string backend = "extractive";
+  int64_t leaves = 0;                    // leaf summaries stored
+  int64_t condensed = 0;                 // condensed summaries stored
+  int64_t messages_covered = 0;          // by the new leaves
+  int64_t tokens_before = 0;             // what the new leaves replace
+  int64_t tokens_after = 0;              // the new leaves' size
+  std::vector<std::string> summary_ids;  // stored, in order
+  std::string stopped;                   // why the run stopped early ("" when it did not)
+};
+
+class SummarizationService {
+ public:
+  explicit SummarizationService(const ServiceDeps& deps) : deps_(deps) {}
+
+  // kNotFound for an unknown session; storage errors as they come. Nothing to do is a
+  // success with zero leaves.
+  Result<SummarizeOutcome> Summarize(const SummarizeRequest& request);
+
+ private:
+  Result<SummarizeOutcome> SummarizeLocked(const SummarizeRequest& request);
+
+  ServiceDeps deps_;
+  std::mutex mu_;
+  std::condition_variable idle_;
+  std::unordered_set<std::string> running_;  // sessions being summarized
+};
+
+}  // namespace missy

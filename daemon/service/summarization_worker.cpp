@@ -1,0 +1,102 @@
+#include "daemon/service/summarization_worker.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "daemon/audit/audit_bus.h"
+#include "daemon/service/ports.h"
+#include "daemon/service/summarization_service.h"
+#include "storage/stores.h"
+
+namespace missy {
+
+SummarizationWorker::SummarizationWorker(const ServiceDeps& deps, SummarizationService& summarizer,
+                                         SummarizationWorkerOptions options)
+    : deps_(deps), summarizer_(summarizer), options_(options) {}
+
+SummarizationWorker::~SummarizationWorker() { Stop(); }
+
+void SummarizationWorker::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void SummarizationWorker::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void SummarizationWorker::Notify() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    notified_ = true;
+  }
+  wake_.notify_all();
+}
+
+void SummarizationWorker::Loop() {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+      notified_ = false;
+    }
+    if (RunOne()) continue;  // there may be more due
+    std::unique_lock<std::mutex> lock(mu_);
+    wake_.wait_for(lock, std::chrono::milliseconds(options_.poll_ms),
+                   [&] { return stop_ || notified_; });
+  }
+}
+
+bool SummarizationWorker::RunOne() {
+  const int64_t now = deps_.clock->NowMs();
+  Result<std::optional<Job>> claimed = deps_.stores->jobs.Claim(now, options_.lease_ms);
+  if (!claimed.ok()) {
+    spdlog::warn("summarization worker: claiming a job failed: {}", claimed.status().ToString());
+    return false;
+  }
+  if (!claimed->has_value()) return false;
+  const Job job = std::move(**claimed);
+  if (job.kind != "summarize") {  // not ours: let it fail visibly rather than spin
+    (void)deps_.stores->jobs.Fail(job.id, "unknown job kind '" + job.kind + "'",
+                                  deps_.clock->NowMs(), options_.retry);
+    ++finished_;
+    return true;
+  }
+  SummarizeRequest request;
+  request.session_id = job.session_id;
+  request.reason = "job";
+  request.job_id = job.id;
+  Result<SummarizeOutcome> out = summarizer_.Summarize(request);
+  const int64_t done_at = deps_.clock->NowMs();
+  if (out.ok()) {
+    if (Status st = deps_.stores->jobs.Complete(job.id, done_at); !st.ok()) {
+      spdlog::warn("summarization job {} ran but could not be completed: {}", job.id,
+                   st.ToString());
+    }
+    spdlog::debug("summarization job {} for {}: {} leaves, {} condensed", job.id, job.session_id,
+                  out->leaves, out->condensed);
+  } else {
+    Result<Job> failed =
+        deps_.stores->jobs.Fail(job.id, out.status().ToString(), done_at, options_.retry);
+    deps_.audit->Emit(
+        AuditRecord{"summarization.failed", "context", "error", job.session_id,
+                    AuditDetail()
+                        .Add("job_id", job.id)
+                        .Add("reason", out.status().ToString())
+                        .Add("retry", failed.ok() && failed->state == "queued" ? "yes" : "no")});
+    spdlog::warn("summarization job {} for {} failed: {}", job.id, job.session_id,
+                 out.status().ToString());
+  }
+  ++finished_;
+  return true;
+}
+
+}  // namespace missy

@@ -1,0 +1,61 @@
+// SummarizationWorker: the thread that runs summarization jobs (DESIGN.md §5) off the
+// request path and off the event loop: it claims the due `summarize` job from the queue
+// in SQLite (JobStore, with a lease), runs SummarizationService::Summarize, and completes
+// the job, or fails it for a retry with backoff. Jobs survive restarts (the queue is in
+// SQLite) and a job whose worker died is claimed again once its lease ends. A request
+// never waits for it. Notify() wakes it as soon as a job is queued; otherwise it polls.
+// Start/Stop from one thread; Notify from any.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include "daemon/service/service_deps.h"
+#include "storage/records.h"
+
+namespace missy {
+
+class SummarizationService;
+
+struct SummarizationWorkerOptions {
+  int64_t lease_ms = 10 * 60 * 1000;  // a job not finished by then is claimed again
+  int64_t poll_ms = 1000;             // how often the queue is looked at without Notify
+  RetryPolicy retry;                  // a failed job's backoff and attempts
+};
+
+class SummarizationWorker {
+ public:
+  SummarizationWorker(const ServiceDeps& deps, SummarizationService& summarizer,
+                      SummarizationWorkerOptions options = {});
+  ~SummarizationWorker();
+  SummarizationWorker(const SummarizationWorker&) = delete;
+  SummarizationWorker& operator=(const SummarizationWorker&) = delete;
+
+  void Start();
+  // Finishes the job in progress (if any) and joins the thread.
+  void Stop();
+  // A job was queued: look at the queue now.
+  void Notify();
+  // Jobs finished (done or failed) since Start.
+  int64_t finished() const { return finished_.load(); }
+
+ private:
+  void Loop();
+  // Claims and runs one due job; false when none was due.
+  bool RunOne();
+
+  ServiceDeps deps_;
+  SummarizationService& summarizer_;
+  SummarizationWorkerOptions options_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  bool notified_ = false;
+  std::atomic<int64_t> finished_{0};
+  std::thread thread_;
+};
+
+}  // namespace missy
