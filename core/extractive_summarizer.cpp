@@ -59,8 +59,9 @@ std::string CapChars(std::string_view s, size_t max_chars, bool* was_cut = nullp
 // One line: control characters and runs of whitespace become one space; capped.
 std::string OneLine(std::string_view s, size_t max_chars) {
   std::string flat;
-  flat.reserve(std::min(s.size(), max_chars * 2));
+  flat.reserve(std::min(s.size(), max_chars + 8));
   bool space = false;
+  size_t chars = 0;
   for (char ch : Trim(s)) {
     if (static_cast<unsigned char>(ch) <= ' ') {
       space = true;
@@ -69,7 +70,8 @@ std::string OneLine(std::string_view s, size_t max_chars) {
     if (space) flat.push_back(' ');
     space = false;
     flat.push_back(ch);
-    if (flat.size() >= max_chars * 4) break;  // a code point is at most 4 bytes
+    chars += (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
+    if (chars > max_chars + 1) break;  // enough to know it is cut
   }
   bool cut = false;
   std::string out = CapChars(flat, max_chars, &cut);
@@ -158,11 +160,18 @@ bool PathChar(unsigned char c) {
          c == '@' || c == '%' || c >= 0x80;
 }
 
-// Separators between tokens in text and commands.
+// Separators between tokens in text and commands (a table: this runs on every byte of
+// user and assistant text).
+struct SeparatorTable {
+  std::array<bool, 256> is{};
+  SeparatorTable() {
+    for (int c = 0; c <= ' '; ++c) is[c] = true;
+    for (unsigned char c : std::string_view("\"'`;|&<>(){}[],=*!?")) is[c] = true;
+  }
+};
 bool TokenSeparator(unsigned char c) {
-  return c <= ' ' || c == '"' || c == '\'' || c == '`' || c == ';' || c == '|' || c == '&' ||
-         c == '<' || c == '>' || c == '(' || c == ')' || c == '{' || c == '}' || c == '[' ||
-         c == ']' || c == ',' || c == '=' || c == '*' || c == '!' || c == '?';
+  static const SeparatorTable kTable;
+  return kTable.is[c];
 }
 
 }  // namespace
@@ -297,8 +306,13 @@ bool WordEndsAt(std::string_view s, size_t end) {
 bool IsErrorLine(std::string_view s) {
   const size_t n = s.size();
   for (size_t i = 0; i < n; ++i) {
+    static const std::array<bool, 256> kFirst = [] {
+      std::array<bool, 256> t{};
+      for (unsigned char c : std::string_view("eEfFtTpPnN")) t[c] = true;
+      return t;
+    }();
+    if (!kFirst[static_cast<unsigned char>(s[i])]) continue;
     const unsigned char c = Lower(static_cast<unsigned char>(s[i]));
-    if (c != 'e' && c != 'f' && c != 't' && c != 'p' && c != 'n') continue;
     const bool word_start = i == 0 || !IsWordChar(static_cast<unsigned char>(s[i - 1]));
     const bool camel = i > 0 && s[i] == 'E' && s[i - 1] >= 'a' && s[i - 1] <= 'z';
     switch (c) {

@@ -56,7 +56,7 @@ struct ExtractiveOptions {
   size_t tool_result_chars = 200;   // head of each tool result kept as a "[tool]" fact
   size_t max_line_chars = 300;      // cap of a fact, error or decision line
   size_t command_chars = 200;       // cap of a command in the trail
-  size_t scan_window_bytes = 4096;  // tool results are scanned for errors in head+tail
+  size_t scan_window_bytes = 1024;  // tool results are scanned for errors in head+tail
 };
 
 inline constexpr int64_t kCondensedTargetTokens = 2000;
