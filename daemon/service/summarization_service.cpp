@@ -122,7 +122,9 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     if (!rows.ok()) return rows.status();
     ExtractiveOptions leaf_options;
     leaf_options.target_tokens = options.leaf_target_tokens;
-    ExtractiveSummary sum = SummarizeMessages(*rows, prior, leaf_options, counter);
+    // The prior summary gives an LLM continuity; the extractive backend would only copy
+    // it (it stays in the context on its own), so it gets none.
+    ExtractiveSummary sum = SummarizeMessages(*rows, "", leaf_options, counter);
     if (!sum.Shrinks()) {
       out.stopped = "summary of seqs " + std::to_string(first) + ".." + std::to_string(last) +
                     " is not smaller than its " + std::to_string(sum.source_tokens) + " tokens";

@@ -1,0 +1,195 @@
+// Background summarization over a real store: leaves on group boundaries covering the
+// history outside the fresh tail exactly once, condensation at the fanout, no-op runs
+// without new history, the worker running queued jobs (also after a restart), and
+// contexts that include the summaries and keep the files and errors in view.
+#include "daemon/service/summarization_service.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "service_fixture.h"
+
+namespace missy::testing {
+namespace {
+
+// `count` rounds from `first`: a request naming a file, a call reading it, an output with
+// an error line, an acknowledgement.
+std::vector<Message> Rounds(int first, int count, int words = 200) {
+  std::vector<Message> out;
+  for (int i = first; i < first + count; ++i) {
+    const std::string n = std::to_string(i);
+    out.push_back(Message::User("step " + n + ": fix src/module_" + n + ".cc"));
+    out.push_back(CallMessage("call_" + n, "bash", R"({"command":"make test_)" + n + R"("})"));
+    out.push_back(Message::ToolResult(
+        "call_" + n, Words(words, "log" + n + "_") + "\nerror: test_" + n + " failed", "bash"));
+    out.push_back(Message::Assistant("fixed module " + n));
+  }
+  return out;
+}
+
+class SummarizationTest : public ServiceFixture {
+ protected:
+  void SetUp() override {
+    ServiceFixture::SetUp();
+    SetConfig([](DaemonConfig& c) {
+      c.summarizer.leaf_chunk_tokens = 3000;
+      c.summarizer.condensed_fanout = 4;
+    });
+  }
+
+  Result<SummarizeOutcome> Run(const std::string& id, bool force = false) {
+    SummarizeRequest r;
+    r.session_id = id;
+    r.force = force;
+    r.reason = "test";
+    return services_->summarization.Summarize(r);
+  }
+
+  std::vector<SummaryRecord> All(const std::string& id) {
+    Result<std::vector<SummaryRecord>> all = stores_->summaries.List(id, false);
+    EXPECT_TRUE(all.ok());
+    return all.ok() ? *all : std::vector<SummaryRecord>{};
+  }
+};
+
+TEST_F(SummarizationTest, LeavesCoverTheHistoryOutsideTheTailOnceOnGroupBoundaries) {
+  ASSERT_TRUE(Create("s").ok());
+  ASSERT_TRUE(Append("s", Rounds(1, 40)).status.ok());  // 160 messages
+  Result<SummarizeOutcome> out = Run("s");
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_GE(out->leaves, 4);
+  EXPECT_LT(out->tokens_after, out->tokens_before / 4);
+
+  const std::vector<StoredMessage> stored = Stored("s");
+  std::vector<SummaryRecord> leaves;
+  for (const SummaryRecord& s : All("s")) {
+    if (s.depth == 0) leaves.push_back(s);
+  }
+  ASSERT_EQ(static_cast<int64_t>(leaves.size()), out->leaves);
+  int64_t next = 1;
+  for (const SummaryRecord& leaf : leaves) {
+    EXPECT_EQ(leaf.first_seq, next) << "a gap or an overlap before " << leaf.id;
+    EXPECT_EQ(leaf.descendant_count, leaf.last_seq - leaf.first_seq + 1);
+    // Cut on group boundaries: never right before a tool result.
+    EXPECT_NE(stored[static_cast<size_t>(leaf.first_seq - 1)].message.role, Role::kTool);
+    EXPECT_NE(stored[static_cast<size_t>(leaf.last_seq)].message.role, Role::kTool);
+    EXPECT_LE(leaf.tokens, config_->summarizer.leaf_target_tokens);
+    EXPECT_NE(leaf.content.find("src/module_"), std::string::npos) << leaf.content;
+    EXPECT_NE(leaf.artifacts_json.find("error: test_"), std::string::npos);
+    next = leaf.last_seq + 1;
+  }
+  // The fresh tail (16 messages) is left alone.
+  EXPECT_LE(leaves.back().last_seq, 160 - 16);
+  // Nothing new: no summary, no event, no write.
+  const size_t events = Events("summarization.started").size();
+  Result<SummarizeOutcome> again = Run("s");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->leaves, 0);
+  EXPECT_EQ(again->condensed, 0);
+  EXPECT_FALSE(again->stopped.empty());
+  EXPECT_EQ(Events("summarization.started").size(), events);
+  // New history continues right after the covered range.
+  ASSERT_TRUE(Append("s", Rounds(41, 20)).status.ok());
+  ASSERT_TRUE(Run("s").ok());
+  int64_t covered = 0;
+  std::set<int64_t> seen;
+  for (const SummaryRecord& s : All("s")) {
+    if (s.depth != 0) continue;
+    for (int64_t q = s.first_seq; q <= s.last_seq; ++q) {
+      EXPECT_TRUE(seen.insert(q).second) << "seq " << q << " covered twice";
+    }
+    covered = std::max(covered, s.last_seq);
+  }
+  EXPECT_EQ(static_cast<int64_t>(seen.size()), covered);  // 1..covered, no hole
+  EXPECT_GT(covered, leaves.back().last_seq);
+}
+
+TEST_F(SummarizationTest, FourLeavesAreCondensedIntoOneAtTheNextDepth) {
+  ASSERT_TRUE(Create("c").ok());
+  ASSERT_TRUE(Append("c", Rounds(1, 60)).status.ok());
+  Result<SummarizeOutcome> out = Run("c");
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_GE(out->leaves, 4);
+  EXPECT_GE(out->condensed, 1);
+  int condensed = 0, with_parent = 0;
+  for (const SummaryRecord& s : All("c")) {
+    if (s.depth >= 1) {
+      ++condensed;
+      EXPECT_EQ(s.child_ids.size(), 4u);
+      EXPECT_LE(s.tokens, config_->summarizer.condensed_target_tokens);
+      // Trails are merged: the first condensed summary names the first file too.
+      if (s.first_seq == 1) {
+        EXPECT_NE(s.artifacts_json.find("src/module_1.cc"), std::string::npos);
+      }
+    }
+    with_parent += !s.parent_id.empty();
+  }
+  EXPECT_EQ(condensed, out->condensed);
+  EXPECT_EQ(with_parent, 4 * condensed);
+  // What a context shows: the top of the tree, fewer than four at any depth.
+  Result<std::vector<SummaryRecord>> top = stores_->summaries.List("c", true);
+  ASSERT_TRUE(top.ok());
+  std::map<int, int> per_depth;
+  for (const SummaryRecord& s : *top) ++per_depth[s.depth];
+  for (const auto& [depth, n] : per_depth) EXPECT_LT(n, 4) << "depth " << depth;
+}
+
+TEST_F(SummarizationTest, TheWorkerRunsTheJobAContextQueuesAndTheNextContextUsesIt) {
+  ASSERT_TRUE(Create("w").ok());
+  ASSERT_TRUE(Append("w", Rounds(1, 50, 400)).status.ok());
+  services_->summarizer.Start();
+  // The issue's measurement budget: 28,000 tokens (window 32,000, output 4,000).
+  Result<ContextOutcome> first = Context("w", 32000, 4000);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE(first->context.report.should_summarize);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (services_->summarizer.finished() < 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GE(services_->summarizer.finished(), 1);
+  ASSERT_FALSE(All("w").empty());
+  EXPECT_EQ(Events("summarization.queued").size(), 1u);
+  EXPECT_EQ(Events("summarization.completed").size(), All("w").size());
+  Result<ContextOutcome> next = Context("w", 32000, 4000);
+  ASSERT_TRUE(next.ok());
+  const ContextReport& r = next->context.report;
+  EXPECT_GT(r.summaries_included, 0);
+  EXPECT_EQ(r.summaries_skipped, 0);
+  EXPECT_LE(r.used_tokens, 28000);
+  // The files of the summarized part are still in view, through the summaries.
+  std::string text;
+  for (const Message& m : next->context.messages) text += m.PlainText() + "\n";
+  int files_seen = 0;
+  for (int i = 1; i <= 50; ++i) {
+    files_seen += text.find("src/module_" + std::to_string(i) + ".cc") != std::string::npos;
+  }
+  EXPECT_GE(files_seen, 45) << text;
+}
+
+TEST_F(SummarizationTest, AJobQueuedBeforeARestartRunsAfterIt) {
+  ASSERT_TRUE(Create("r").ok());
+  ASSERT_TRUE(Append("r", Rounds(1, 40)).status.ok());
+  ASSERT_TRUE(stores_->jobs.Enqueue("summarize", "r", "{}", clock_.NowMs()).ok());
+  Reopen();  // the queue is in SQLite
+  services_->summarizer.Start();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (services_->summarizer.finished() < 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(services_->summarizer.finished(), 1);
+  EXPECT_FALSE(All("r").empty());
+  Result<std::vector<Job>> jobs = stores_->jobs.List({}, "done");
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(jobs->size(), 1u);
+}
+
+TEST_F(SummarizationTest, AnUnknownSessionIsNotFound) {
+  Result<SummarizeOutcome> out = Run("ghost");
+  EXPECT_EQ(out.status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace missy::testing
