@@ -249,7 +249,11 @@ int main(int argc, char** argv) {
     Notify("READY=1");
     srv->Run();
     Notify("STOPPING=1");
+    // The summarization job in progress finishes (its events are still published), then
+    // nothing publishes to the server any more: it is destroyed before the services.
+    services.summarizer.Stop();
     (void)audit.EmitAndWait(AuditRecord{"daemon.stopped", "daemon", "allow", "", AuditDetail()});
+    audit.SetPublisher(nullptr);
     spdlog::info("missyd stopped");
     return 0;
   } catch (const std::exception& e) {
