@@ -57,7 +57,11 @@ class Exchange {
     bool timed_out = RunPhase(
         connect_deadline,
         [&](auto done) {
+          // An address needs no lookup; a name's getaddrinfo cannot be interrupted, so a
+          // hung lookup is bounded by the system resolver's own timeouts (resolv.conf).
+          const auto flags = url_.ip_literal ? tcp::resolver::numeric_host : tcp::resolver::flags{};
           resolver.async_resolve(url_.host, std::to_string(url_.port),
+                                 flags | tcp::resolver::numeric_service,
                                  [&, done](const error_code& e, tcp::resolver::results_type r) {
                                    ec = e;
                                    endpoints = std::move(r);

@@ -105,8 +105,8 @@ class Client final : public ProviderClient {
       AttemptLimits limits{options_.connect_timeout, options_.handshake_timeout,
                            options_.first_byte_timeout, deadline, options_.max_response_bytes};
       if (config_.timeout_s > 0) {
-        limits.deadline =
-            std::min(deadline, SteadyClock::now() + std::chrono::seconds(config_.timeout_s));
+        const int64_t attempt_s = std::min<int64_t>(config_.timeout_s, 24 * 3600);
+        limits.deadline = std::min(deadline, SteadyClock::now() + std::chrono::seconds(attempt_s));
       }
       ProviderFailure failure;
       failure.attempts = attempt;

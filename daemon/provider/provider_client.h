@@ -35,7 +35,8 @@ ProviderKind DetectProviderKind(std::string_view name, std::string_view base_url
 struct ProviderOptions {
   // Wire format; unset: DetectProviderKind(name, base_url).
   std::optional<ProviderKind> kind;
-  // Name resolution plus TCP connect, per attempt.
+  // Name resolution plus TCP connect, per attempt (a lookup stuck inside getaddrinfo is
+  // bounded by the system resolver's own timeouts, not by this).
   std::chrono::milliseconds connect_timeout{5000};
   // TLS handshake, per attempt.
   std::chrono::milliseconds handshake_timeout{5000};
