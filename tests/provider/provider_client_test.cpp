@@ -167,6 +167,24 @@ TEST(ProviderClientTest, SlowFirstByteTimesOutWithinTheTimeout) {
   EXPECT_LT(elapsed, 800);
 }
 
+TEST(ProviderClientTest, ConfiguredTimeoutBoundsEachAttempt) {
+  Reply slow = Json(200, OpenAiAnswer("late"));
+  slow.delay = 3000ms;
+  FakeProviderServer server({slow});
+  ProviderConfig config{"gpt-test", server.Url("/v1"), kKey, /*timeout_s=*/1};
+  ProviderOptions options = FastOptions();
+  options.first_byte_timeout = 5000ms;
+  options.max_attempts = 1;
+  auto client = MakeProviderClient("openai", config, options);
+  ASSERT_TRUE(client.ok());
+  const auto start = SteadyClock::now();
+  const ProviderFailure failure = Failed((*client)->Complete(SampleRequest()));
+  const int64_t elapsed = MillisSince(start);
+  EXPECT_EQ(failure.kind, ProviderErrorKind::kTimeout) << failure.message;
+  EXPECT_GE(elapsed, 990);
+  EXPECT_LT(elapsed, 1600);
+}
+
 TEST(ProviderClientTest, TimeoutIsRetried) {
   Reply slow = Json(200, OpenAiAnswer("late"));
   slow.delay = 2000ms;
