@@ -12,6 +12,8 @@
 // facts (Missy's MemoryConsolidator rules: "[tool]" + the first tool_result_chars of each
 // tool result, lines marked result:/decided:/found:/error:/success:/created:/updated:/
 // deleted:/confirmed:/output:); the prior summary's excerpt only when all of that fits.
+// The trail (ArtifactTrail, ArtifactsToJson/FromJson, ExtractArtifacts, MergeArtifacts) is
+// declared in core/artifact_extraction.h, included here.
 #pragma once
 
 #include <cstddef>
@@ -21,34 +23,12 @@
 #include <string_view>
 #include <vector>
 
+#include "core/artifact_extraction.h"
 #include "core/message.h"
 #include "core/status.h"
 #include "core/token_counter.h"
 
 namespace missy {
-
-// What a stretch of history touched. Each list is deduplicated, in first-seen order.
-struct ArtifactTrail {
-  std::vector<std::string> files;      // paths read/written/edited or named by user or agent
-  std::vector<std::string> commands;   // shell commands run (first line, capped)
-  std::vector<std::string> errors;     // error lines printed by tools (capped)
-  std::vector<std::string> decisions;  // "decided:"-style lines of the user or the agent
-  bool empty() const {
-    return files.empty() && commands.empty() && errors.empty() && decisions.empty();
-  }
-  bool operator==(const ArtifactTrail&) const = default;
-};
-
-// {"files":[...],"commands":[...],"errors":[...],"decisions":[...]}
-std::string ArtifactsToJson(const ArtifactTrail& trail);
-// Inverse; missing keys and non-string items are skipped; InvalidArgument unless the text
-// is a JSON object.
-Result<ArtifactTrail> ArtifactsFromJson(std::string_view json);
-
-// The trail of a stretch of messages (system messages are ignored).
-ArtifactTrail ExtractArtifacts(std::span<const StoredMessage> messages);
-// Appends `from`'s items missing from `into`, keeping both orders.
-void MergeArtifacts(ArtifactTrail& into, const ArtifactTrail& from);
 
 struct ExtractiveOptions {
   int64_t target_tokens = 1200;     // upper bound of the text (1200 leaves, 2000 condensed)
@@ -90,11 +70,5 @@ struct ChildSummary {
 ExtractiveSummary CondenseSummaries(std::span<const ChildSummary> children,
                                     const ExtractiveOptions& options,
                                     const MessageTokenCounter& counter);
-
-// Exposed for tests: whether `token` (already split out of text) looks like a file path.
-// `loose` admits unanchored extensionless relative paths ("django/db/models"), as in
-// commands and tool arguments; prose needs an anchor ("/", "./", "../", "~/") or a known
-// extension.
-bool LooksLikePath(std::string_view token, bool loose);
 
 }  // namespace missy

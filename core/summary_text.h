@@ -1,0 +1,53 @@
+// Line-level text helpers shared by the artifact extraction and the extractive summarizer.
+// Pure; every function returning a string returns valid UTF-8 when given any bytes
+// (CapChars, OneLine); the classifiers read only the line they are given.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace missy::extractive {
+
+bool IsAlnum(unsigned char c);
+bool IsAlpha(unsigned char c);
+bool IsWordChar(unsigned char c);
+unsigned char Lower(unsigned char c);
+// Case-insensitive: does `s` hold lowercase `word` at `pos`?
+bool HasAt(std::string_view s, size_t pos, std::string_view word);
+// `s` without leading and trailing bytes <= ' '.
+std::string_view Trim(std::string_view s);
+// At most `max_chars` code points of `s`, cut on a boundary, as valid UTF-8.
+std::string CapChars(std::string_view s, size_t max_chars, bool* was_cut = nullptr);
+// One line: control characters and runs of whitespace become one space; capped at
+// `max_chars` code points, "…" appended when cut.
+std::string OneLine(std::string_view s, size_t max_chars);
+size_t CodePoints(std::string_view s);
+
+// Missy's MemoryConsolidator markers: "result:", "decided:", "found:", "error:", ...
+bool HasKeyMarker(std::string_view line);
+// "decided:", "decision:", "decided to " (any case, at a word start).
+bool IsDecisionLine(std::string_view line);
+// error/Error/ERROR (a word, or an "XxxError:"/"XxxException:" name), "exception:",
+// Traceback, failed/FAILED, fatal, panic(ked), "No such file".
+bool IsErrorLine(std::string_view line);
+
+// Calls fn(line) for each non-blank line of `text`, trimmed.
+template <typename Fn>
+void ForEachLine(std::string_view text, Fn fn) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = Trim(text.substr(pos, end - pos));
+    if (!line.empty()) fn(line);
+    pos = end + 1;
+  }
+}
+
+// Head and tail of a long text (each about `window` bytes, on line boundaries); the whole
+// text and an empty tail when it is at most 2 * window bytes.
+std::pair<std::string_view, std::string_view> HeadAndTail(std::string_view s, size_t window);
+
+}  // namespace missy::extractive
