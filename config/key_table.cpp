@@ -75,6 +75,8 @@ const ConfigKey kKeys[] = {
      IntRule{At<&D::context, &ContextOptions::message_threshold>(), 1}},
     {"tool_output_max_tokens", "longer tool outputs are middle-out truncated in context",
      IntRule{At<&D::context, &ContextOptions::tool_output_max_tokens>(), 1}},
+    {"task_max_tokens", "the session's task is always sent, cut middle-out beyond this",
+     IntRule{At<&D::context, &ContextOptions::task_max_tokens>(), 64}},
     {"strict", "true: reject invalid tool-call sequences with 422", BoolRule{At<&D::strict>()}},
 
     {"pruning.protect_turns", "tool results in the last N user turns are kept",

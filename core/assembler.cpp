@@ -32,6 +32,10 @@ std::string SummaryHeader(const SummaryView& s) {
          " to " + FormatIsoUtcSeconds(s.end_ms) + "]";
 }
 
+std::string TaskHeader(int64_t seq) {
+  return "[Session task — message " + std::to_string(seq) + ", pinned]";
+}
+
 namespace {
 
 constexpr char kMemoryHeading[] = "## Relevant Memory";
@@ -434,6 +438,34 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
   r.history_budget = b.total - r.tool_tokens - system_side;
   int64_t remaining = r.history_budget - tail;
 
+  // The task, unless the fresh tail holds it: its room comes first (after the tail).
+  std::optional<Message> task_message;
+  if (in.task) {
+    r.task_seq = in.task->seq;
+    bool in_tail = false;
+    for (size_t i = tail_start; i < n_hist_entries && !in_tail; ++i) {
+      in_tail = entries[i].seq == in.task->seq;
+    }
+    if (!in_tail) {
+      const std::string header = TaskHeader(in.task->seq);
+      Message m = in.task->message;
+      std::string text = m.PlainText();
+      const int64_t cap = std::max<int64_t>(1, in.task_max_tokens);
+      if (counter.CountText(text) > cap) {
+        TruncatedText t = TruncateMiddleOut(text, cap, counter);
+        text = std::move(t.text);
+        r.task_truncated = true;
+      }
+      Message pinned = Message::User(header + "\n" + text);
+      const int64_t t = counter.CountMessage(pinned);
+      if (t <= remaining) {
+        remaining -= t;
+        r.task_tokens = t;
+        task_message = std::move(pinned);
+      }
+    }
+  }
+
   // 8. Summaries, oldest first; skip (do not stop at) one that does not fit (rule 2).
   std::vector<Message> summary_messages;
   SeqRanges included;
@@ -541,6 +573,19 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
 
   // 10. Output, and the rest of the report.
   if (!ctx.system.empty()) ctx.messages.push_back(Message::System(ctx.system));
+  if (task_message) {
+    bool kept_anyway = false;  // the fill reached it: no second copy
+    for (size_t i = keep_from; i < tail_start && !kept_anyway; ++i) {
+      kept_anyway = entries[i].seq == r.task_seq;
+    }
+    if (kept_anyway) {
+      r.task_tokens = 0;
+      r.task_truncated = false;
+    } else {
+      ctx.messages.push_back(std::move(*task_message));
+      r.task_pinned = true;
+    }
+  }
   for (Message& m : summary_messages) ctx.messages.push_back(std::move(m));
   for (size_t i = keep_from; i < n_entries; ++i) {
     Entry& e = entries[i];
@@ -571,8 +616,8 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
     r.covered_messages += covered;
     r.dropped_messages += folded_stats->kept - covered;
   }
-  r.used_tokens =
-      system_side + r.tool_tokens + r.summary_tokens + r.history_tokens + r.new_message_tokens;
+  r.used_tokens = system_side + r.tool_tokens + r.task_tokens + r.summary_tokens +
+                  r.history_tokens + r.new_message_tokens;
   return ctx;
 }
 

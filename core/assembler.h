@@ -70,6 +70,12 @@ struct ContextInput {
   int64_t min_tool_output_tokens = 128;  // floor when the fresh tail must be squeezed (rule 1)
   int64_t max_learnings = 5;             // at most this many learnings, as many as fit
   EvictionOptions eviction;              // cache-friendly eviction (off unless anchored)
+  // The session's task (its first user message, or the one the agent pinned): always in
+  // the context. When the kept history does not hold it, it is sent after the system
+  // message, verbatim up to task_max_tokens (middle-out truncated beyond); its room is
+  // reserved before summaries and older history fill in.
+  std::optional<StoredMessage> task;
+  int64_t task_max_tokens = 2000;
 };
 
 // A tool output shortened middle-out in this context (rule 6, or rule 1 in the tail).
@@ -117,6 +123,13 @@ struct ContextReport {
   int64_t tail_dropped_messages = 0;       // rule 1: oldest tail groups left out
   bool new_message_dropped = false;        // the sanitizer removed the new message
   std::string eviction = "fill";           // "fill" (rule 3) | "anchored" | "anchor_moved"
+  // The pinned task (ContextInput::task): its seq (0: none given), whether it was sent
+  // on its own (false: the kept history holds it, or it did not fit), what it cost, and
+  // whether it was cut middle-out.
+  int64_t task_seq = 0;
+  bool task_pinned = false;
+  int64_t task_tokens = 0;
+  bool task_truncated = false;
 };
 
 struct AssembledContext {
@@ -142,5 +155,7 @@ Result<AssembledContext> AssembleContext(const ContextInput& input,
 std::string FormatIsoUtcSeconds(int64_t epoch_ms);
 // "[Conversation Summary — depth D, N messages, covers START to END]"
 std::string SummaryHeader(const SummaryView& s);
+// "[Session task — message N, pinned]": the line before a pinned task's text.
+std::string TaskHeader(int64_t seq);
 
 }  // namespace missy

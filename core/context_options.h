@@ -14,6 +14,7 @@ struct ContextOptions {
   int64_t min_tool_output_tokens = 128;   // floor when the fresh tail must be squeezed (rule 1)
   int64_t max_learnings = 5;              // at most this many learnings, as many as fit
   double eviction_slack_fraction = 0.2;   // share of the room left free when the anchor moves
+  int64_t task_max_tokens = 2000;         // the pinned task's share (middle-out beyond it)
 };
 
 }  // namespace missy

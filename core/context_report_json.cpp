@@ -43,6 +43,10 @@ boost::json::object ContextReportToJson(const ContextReport& r) {
                               {"first_kept_seq", r.first_kept_seq},
                               {"first_fresh_seq", r.first_fresh_seq},
                               {"eviction", r.eviction}};
+  o["task"] = json::object{{"seq", r.task_seq},
+                           {"pinned", r.task_pinned},
+                           {"tokens", r.task_tokens},
+                           {"truncated", r.task_truncated}};
   o["new_message"] =
       json::object{{"tokens", r.new_message_tokens}, {"dropped", r.new_message_dropped}};
   json::array sanitized;

@@ -41,6 +41,11 @@ void HistoryWindow::set_keep(const WindowKeep& keep) {
 }
 
 void HistoryWindow::NoteUserText(const StoredMessage& m) {
+  if ((m.flags & kFlagPinned) != 0) {
+    task_ = m;
+  } else if (!task_ && m.message.role == Role::kUser) {
+    task_ = m;
+  }
   if (m.message.role != Role::kUser) return;
   last_user_text_ = m.message.PlainText();
   if (last_user_text_.size() > kUserTextBytes) {

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ class HistoryWindow {
   size_t message_count() const { return folded_.size() + window_.size(); }
   // The plain text of the newest user message (first 4,096 bytes), wherever it is.
   const std::string& last_user_text() const { return last_user_text_; }
+  // The session's task: the newest message flagged kFlagPinned, else the first user
+  // message (null when there is neither), wherever it is.
+  const StoredMessage* task() const { return task_ ? &*task_ : nullptr; }
 
   // How much Fold keeps (the context path sets it from the session's budget).
   const WindowKeep& keep() const { return keep_; }
@@ -67,7 +71,10 @@ class HistoryWindow {
   Status Unfold(std::vector<StoredMessage> rows);
 
   // Memory held, content included (kept up to date by the operations above).
-  size_t ApproxBytes() const { return window_bytes_ + folded_.ApproxBytes() + sizeof(*this); }
+  size_t ApproxBytes() const {
+    return window_bytes_ + folded_.ApproxBytes() + sizeof(*this) +
+           (task_ ? missy::ApproxBytes(*task_) : 0) + last_user_text_.capacity();
+  }
 
  private:
   void NoteUserText(const StoredMessage& m);
@@ -81,6 +88,7 @@ class HistoryWindow {
                              // until there is something to fold)
   int64_t last_seq_ = 0;
   std::string last_user_text_;
+  std::optional<StoredMessage> task_;
 };
 
 }  // namespace missy

@@ -76,6 +76,7 @@ enum MessageFlags : uint32_t {
   kFlagOrphanResult = 1u << 1,     // tool result answering no open call
   kFlagDuplicateResult = 1u << 2,  // second result for the same call
   kFlagUnansweredCall = 1u << 3,   // assistant call left unanswered before a new message
+  kFlagPinned = 1u << 4,           // the agent marked it as the session's task ("pin": true)
 };
 
 // A message as stored: its position and cached token count.

@@ -65,6 +65,20 @@ Status ParseAppend(json::object& o, AppendRequest& request) {
   for (size_t i = 0; i < list.size(); ++i) {
     Result<Message> m = ParseMessage(list[i], "messages[" + std::to_string(i) + "]");
     if (!m.ok()) return m.status();
+    if (const json::value* pin = list[i].as_object().if_contains("pin"); pin != nullptr) {
+      if (!pin->is_bool()) {
+        return Status::InvalidArgument("must be true or false",
+                                       "messages[" + std::to_string(i) + "].pin");
+      }
+      if (pin->get_bool()) {
+        if (m->role != Role::kUser) {
+          return Status::InvalidArgument("only a user message can be pinned as the task",
+                                         "messages[" + std::to_string(i) + "].pin");
+        }
+        request.pinned.resize(list.size(), false);
+        request.pinned[i] = true;
+      }
+    }
     request.messages.push_back(std::move(*m));
     list[i] = nullptr;  // the parsed copy is all that is kept
   }

@@ -70,6 +70,7 @@ Result<std::shared_ptr<ContextService::Prepared>> ContextService::Prepare(Contex
   input.tool_output_max_tokens = cfg->context.tool_output_max_tokens;
   input.min_tool_output_tokens = cfg->context.min_tool_output_tokens;
   input.max_learnings = cfg->context.max_learnings;
+  input.task_max_tokens = cfg->context.task_max_tokens;
   input.eviction.slack_fraction = cfg->context.eviction_slack_fraction;
   input.pruning = cfg->pruning;
   input.system_prompt = session->system_prompt;
@@ -156,6 +157,7 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
   // keeps every other user out) and given back right after it.
   std::shared_ptr<HistoryWindow> entry = *history;
   entry->set_keep(keep);
+  if (const StoredMessage* task = entry->task()) input.task = *task;
 
   // Memory: the agent's query, or the new user message, or the last user message.
   std::string query = p->query;

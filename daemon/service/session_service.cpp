@@ -173,6 +173,9 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
           for (size_t i = 0; i < batch.size(); ++i) {
             batch[i].tokens = state->tokens[i];
             batch[i].flags = state->validation.flags[i];
+            if (i < state->request.pinned.size() && state->request.pinned[i]) {
+              batch[i].flags |= kFlagPinned;
+            }
             batch[i].message = std::move(state->request.messages[i]);
             total += batch[i].tokens;
           }

@@ -28,6 +28,7 @@ struct AppendRequest {
   std::string session_id;
   std::vector<Message> messages;  // moved into storage, never copied
   std::optional<bool> strict;     // overrides the session's setting for this batch
+  std::vector<bool> pinned;       // per message: "pin": true (empty: none pinned)
 };
 
 struct AppendedMessage {

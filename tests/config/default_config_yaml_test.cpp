@@ -60,6 +60,7 @@ TEST(DefaultConfigYamlTest, DefaultYamlListsEveryContextKeyWithComment) {
                         "threshold_pct",
                         "message_threshold",
                         "tool_output_max_tokens",
+                        "task_max_tokens",
                         "strict",
                         "protect_turns",
                         "protect_tokens",

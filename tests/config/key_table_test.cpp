@@ -42,6 +42,7 @@ const std::map<std::string, std::string>& ExpectedMembers() {
       {"threshold_pct", "context.threshold_pct"},
       {"message_threshold", "context.message_threshold"},
       {"tool_output_max_tokens", "context.tool_output_max_tokens"},
+      {"task_max_tokens", "context.task_max_tokens"},
       {"strict", "strict"},
       {"pruning.protect_turns", "pruning.protect_user_turns"},
       {"pruning.protect_tokens", "pruning.protect_tool_tokens"},

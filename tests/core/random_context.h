@@ -136,6 +136,14 @@ inline ContextInput RandomContextInput(std::mt19937_64& rng, const std::vector<M
     in.eviction.anchor_seq = 1 + static_cast<int64_t>(rng() % in.history.size());
     in.eviction.slack_fraction = (rng() % 50) / 100.0;
   }
+  if (rng() % 2) {  // the task: the first user message (sometimes a later one)
+    for (const StoredMessage& m : in.history) {
+      if (m.message.role != Role::kUser) continue;
+      in.task = m;
+      if (rng() % 4 != 0) break;
+    }
+    in.task_max_tokens = 20 + static_cast<int64_t>(rng() % 400);
+  }
   return in;
 }
 

@@ -132,19 +132,25 @@ TEST_F(DaemonTest, AppendFortyMessagesAndAssembleAContext) {
   EXPECT_EQ(Int(budget, {"history", "dropped_messages"}), 40 - kept);
   int64_t kept_tokens = 0;
   for (int64_t seq = first; seq <= 40; ++seq) kept_tokens += tokens[seq];
-  const int64_t history_room = Int(budget, {"available"});
+  // The session's task (its first message) is pinned: sent on its own, its room first.
+  EXPECT_EQ(Int(budget, {"task", "seq"}), 1);
+  EXPECT_TRUE(budget.at("task").at("pinned").as_bool());
+  const int64_t history_room = Int(budget, {"available"}) - Int(budget, {"task", "tokens"});
   EXPECT_LE(kept_tokens, history_room);
   EXPECT_GT(kept_tokens + tokens[first - 1], history_room);
 
-  // messages: the system prompt first, then exactly seqs first..40 in order.
+  // messages: the system prompt first, the pinned task, then exactly seqs first..40 in order.
   const json::array& messages = ctx.at("messages").as_array();
-  ASSERT_EQ(messages.size(), static_cast<size_t>(kept + 1));
+  ASSERT_EQ(messages.size(), static_cast<size_t>(kept + 2));
+  EXPECT_EQ(messages[1].at("role").as_string(), "user");
+  EXPECT_EQ(std::string(messages[1].at("content").as_string()),
+            "[Session task — message 1, pinned]\n" + MessageText(1));
   EXPECT_EQ(messages[0].at("role").as_string(), "system");
   EXPECT_NE(std::string(messages[0].at("content").as_string()).find("You are a test agent."),
             std::string::npos);
   EXPECT_EQ(ctx.at("system").as_string(), messages[0].at("content").as_string());
   for (int64_t i = 0; i < kept; ++i) {
-    EXPECT_EQ(messages[static_cast<size_t>(i + 1)].at("content").as_string(),
+    EXPECT_EQ(messages[static_cast<size_t>(i + 2)].at("content").as_string(),
               MessageText(static_cast<int>(first + i)));
   }
 

@@ -61,6 +61,12 @@ class ContextWindowTest : public ServiceFixture {
     in.eviction.anchor_seq = anchor;
     in.pruning = config_->pruning;
     in.history = Stored(id);
+    in.task_max_tokens = config_->context.task_max_tokens;
+    for (const StoredMessage& m : in.history) {  // the task: the first user message
+      if (m.message.role != Role::kUser) continue;
+      in.task = m;
+      break;
+    }
     in.new_message = new_message;
     Result<AssembledContext> ctx = AssembleContext(in, CounterFor(*config_, nullptr, *session));
     EXPECT_TRUE(ctx.ok()) << ctx.status().ToString();
