@@ -59,6 +59,43 @@ void Api::AddContextRoutes() {
     });
   });
 
+  // Forced compaction: summarize now (whatever is uncovered outside the fresh tail), then
+  // answer with the context the next request would get.
+  router_.Add("POST", "/v1/sessions/{session_id}/compact", [&s](const std::shared_ptr<Call>& call) {
+    const std::string id = call->params[0];
+    Result<json::object> body = ParseBody(call->request.body, /*empty_ok=*/true);
+    if (!body.ok()) return call->Fail(body.status(), id);
+    SummarizeRequest request;
+    request.session_id = id;
+    ContextRequest context;
+    context.session_id = id;
+    Status st = CheckKnownKeys(*body, {"reason", "context_window", "max_output_tokens"});
+    if (st.ok()) st = OptString(*body, "reason", request.reason);
+    if (st.ok()) st = OptInt(*body, "context_window", 1, int64_t{1} << 40, context.context_window);
+    if (st.ok()) {
+      st = OptInt(*body, "max_output_tokens", 0, int64_t{1} << 40, context.max_output_tokens);
+    }
+    if (!st.ok()) return call->Fail(st, id);
+    s.summarization.Compact(std::move(request), [&s, call, id, context = std::move(context)](
+                                                    Result<SummarizeOutcome> done) mutable {
+      if (!done.ok()) return call->Fail(done.status(), id);
+      json::object compaction{{"leaves", done->leaves},
+                              {"condensed", done->condensed},
+                              {"messages_covered", done->messages_covered},
+                              {"tokens_before", done->tokens_before},
+                              {"tokens_after", done->tokens_after},
+                              {"backend", done->backend},
+                              {"stopped", done->stopped}};
+      s.context.Build(std::move(context), [call, id, compaction = std::move(compaction)](
+                                              Result<ContextOutcome> out) mutable {
+        if (!out.ok()) return call->Fail(out.status(), id);
+        json::object answer = ContextToJson(*out, id);
+        answer["compaction"] = std::move(compaction);
+        call->Reply(200, std::move(answer));
+      });
+    });
+  });
+
   router_.Add("POST", "/v1/sessions/{session_id}/usage", [&s](const std::shared_ptr<Call>& call) {
     const std::string id = call->params[0];
     Result<json::object> body = ParseBody(call->request.body, /*empty_ok=*/false);

@@ -58,6 +58,28 @@ Result<SummarizeOutcome> SummarizationService::Summarize(const SummarizeRequest&
   return out;
 }
 
+void SummarizationService::Compact(SummarizeRequest request, Done<SummarizeOutcome> done) {
+  request.force = true;
+  if (request.reason.empty()) request.reason = "forced";
+  RunOnWorker(deps_, [this, request = std::move(request), done = std::move(done)] {
+    const int64_t started = NowSteadyMs();
+    Result<SummarizeOutcome> out = Summarize(request);
+    if (out.ok()) {
+      deps_.audit->Emit(AuditRecord{"compaction.forced", "context", "allow", request.session_id,
+                                    AuditDetail()
+                                        .Add("reason", request.reason)
+                                        .Add("leaves", out->leaves)
+                                        .Add("condensed", out->condensed)
+                                        .Add("messages_covered", out->messages_covered)
+                                        .Add("tokens_before", out->tokens_before)
+                                        .Add("tokens_after", out->tokens_after)
+                                        .Add("backend", out->backend)
+                                        .Add("duration_ms", NowSteadyMs() - started)});
+    }
+    done(std::move(out));
+  });
+}
+
 Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRequest& request) {
   const std::string& id = request.session_id;
   Result<Session> session = deps_.stores->sessions.Get(id);

@@ -50,6 +50,10 @@ class SummarizationService {
   // kNotFound for an unknown session; storage errors as they come. Nothing to do is a
   // success with zero leaves.
   Result<SummarizeOutcome> Summarize(const SummarizeRequest& request);
+  // Forced compaction (an agent whose provider refused a request for its length):
+  // Summarize with force on a worker (never the caller's thread), audited as
+  // compaction.forced; `done` runs on that worker.
+  void Compact(SummarizeRequest request, Done<SummarizeOutcome> done);
 
  private:
   Result<SummarizeOutcome> SummarizeLocked(const SummarizeRequest& request);

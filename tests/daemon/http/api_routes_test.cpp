@@ -67,6 +67,7 @@ TEST(ApiRouteListTest, EveryRegisteredRouteIsCoveredHere) {
       "POST /v1/learnings",
       "POST /v1/memory",
       "POST /v1/sessions",
+      "POST /v1/sessions/{session_id}/compact",
       "POST /v1/sessions/{session_id}/context",
       "POST /v1/sessions/{session_id}/messages",
       "POST /v1/sessions/{session_id}/usage",
