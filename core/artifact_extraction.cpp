@@ -20,14 +20,14 @@ constexpr int kMaxJsonDepth = 6;
 
 }  // namespace
 
-bool RecentSet::Add(std::string item) {
+bool RecentSet::Add(std::string_view item) {
   ++clock_;
-  auto [it, inserted] = index_.try_emplace(item, items_.size());
-  if (!inserted) {
+  if (const auto it = index_.find(item); it != index_.end()) {
     last_seen_[it->second] = clock_;
     return false;
   }
-  items_.push_back(std::move(item));
+  index_.emplace(std::string(item), items_.size());
+  items_.emplace_back(item);
   last_seen_.push_back(clock_);
   return true;
 }
@@ -40,10 +40,17 @@ std::vector<size_t> RecentSet::ByRecency() const {
   return order;
 }
 
+bool RecentSet::Refresh(std::string_view item) {
+  const auto it = index_.find(item);
+  if (it == index_.end()) return false;
+  last_seen_[it->second] = ++clock_;
+  return true;
+}
+
 void TrailBuilder::AddFile(std::string_view p) {
-  if (p.empty() || p.size() > kMaxPathBytes) return;
+  if (p.empty() || p.size() > kMaxPathBytes || files.Refresh(p)) return;
   if (InvalidUtf8At(p) != std::string_view::npos) return;  // not a path we can quote
-  files.Add(std::string(p));
+  files.Add(p);
 }
 
 ArtifactTrail TrailBuilder::Build() const {
@@ -143,24 +150,28 @@ std::string_view CleanToken(std::string_view t) {
   return t;
 }
 
-// Adds the path-like tokens of `text` (at most `max_bytes` of it) to `files`.
+// Adds the path-like tokens of `text` (at most `max_bytes` of it) to `files`. Only tokens
+// holding '/' or '.' can be paths: the scan jumps from one such byte to the next.
 void ScanPaths(std::string_view text, bool loose, TrailBuilder& trail,
                size_t max_bytes = std::string_view::npos) {
   text = text.substr(0, std::min(text.size(), max_bytes));
   const size_t n = text.size();
-  size_t i = 0;
-  while (i < n) {
-    while (i < n && TokenSeparator(static_cast<unsigned char>(text[i]))) ++i;
-    const size_t start = i;
-    bool candidate = false;  // only tokens with '/' or '.' can be paths
-    while (i < n && !TokenSeparator(static_cast<unsigned char>(text[i]))) {
-      candidate |= text[i] == '/' || text[i] == '.';
-      ++i;
-    }
-    if (!candidate) continue;
-    const std::string_view tok = CleanToken(text.substr(start, i - start));
+  size_t pos = 0;
+  while ((pos = NextCandidate(text, pos, kPathChars)) < n) {
+    size_t start = pos, end = pos + 1;
+    while (start > 0 && !TokenSeparator(static_cast<unsigned char>(text[start - 1]))) --start;
+    while (end < n && !TokenSeparator(static_cast<unsigned char>(text[end]))) ++end;
+    const std::string_view tok = CleanToken(text.substr(start, end - start));
     if (LooksLikePath(tok, loose)) trail.AddFile(tok);
+    pos = end;
   }
+}
+
+// Paths in a user or assistant text: all of it, or its head and tail windows.
+void ScanTextPaths(std::string_view text, size_t window, TrailBuilder& trail) {
+  const auto [head, tail] = HeadAndTail(text, window);
+  ScanPaths(head, false, trail);
+  ScanPaths(tail, false, trail);
 }
 
 // Diff headers in a patch: "*** Update File: p", "+++ b/p", "diff --git a/p b/p".
@@ -202,6 +213,21 @@ bool IsPatchKey(std::string_view k) {
 
 std::string_view Sv(const boost::json::string& s) { return {s.data(), s.size()}; }
 
+// Tools whose "command"-like arguments are shell command lines. Editors such as
+// str_replace_editor also take a "command" (view, create, str_replace): not a shell command.
+bool IsShellTool(std::string_view name) {
+  char lower[64];
+  const size_t n = std::min(name.size(), sizeof lower);
+  for (size_t i = 0; i < n; ++i) lower[i] = static_cast<char>(Lower(name[i]));
+  const std::string_view l(lower, n);
+  if (l == "sh" || l == "zsh" || l == "run" || l == "exec") return true;
+  for (std::string_view word :
+       {"bash", "shell", "exec", "terminal", "run_command", "run_cmd", "command", "console"}) {
+    if (l.find(word) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 void AddCommand(std::string_view command, const ArtifactOptions& o, TrailBuilder& trail) {
   ScanPaths(command, true, trail, kMaxCommandScanBytes);
   command = Trim(command);
@@ -210,82 +236,315 @@ void AddCommand(std::string_view command, const ArtifactOptions& o, TrailBuilder
   if (!first.empty()) trail.commands.Add(first);
 }
 
-void VisitArgument(std::string_view key, const boost::json::value& v, int depth,
-                   const ArtifactOptions& o, TrailBuilder& trail) {
-  if (depth > kMaxJsonDepth) return;
-  if (v.is_string()) {
-    const std::string_view s = Sv(v.get_string());
+// Reads tool-call arguments as JSON without building a document: the whole text is checked
+// for structure (objects, arrays, strings, literals; nesting up to 32 as Boost.JSON), keys
+// and the string values the trail needs are decoded, every other string value is skipped
+// with memchr (file contents, old/new strings). What it finds is applied only when the
+// whole text is a JSON object; otherwise the caller treats the text as raw.
+class ArgumentReader {
+ public:
+  ArgumentReader(const ArtifactOptions& o, TrailBuilder& trail) : o_(o), trail_(trail) {}
+
+  void Extract(const ToolCall& call) {
+    shell_ = IsShellTool(call.name);
+    found_.clear();
+    p_ = call.arguments.data();
+    end_ = p_ + call.arguments.size();
+    SkipSpace();
+    bool ok = p_ < end_ && *p_ == '{' && Value({}, 0, true);
+    SkipSpace();
+    ok = ok && p_ == end_;
+    if (ok) {
+      for (const Found& f : found_) Apply(f);
+      return;
+    }
+    // Not a JSON object: a shell tool's raw command line, or text to look for paths in.
+    const std::string_view raw = Trim(call.arguments);
+    if (shell_ && !raw.empty()) {
+      AddCommand(InvalidUtf8At(raw) == std::string_view::npos ? std::string(raw) : ToValidUtf8(raw),
+                 o_, trail_);
+    } else {
+      ScanPaths(raw, false, trail_, kMaxCommandScanBytes);
+    }
+  }
+
+ private:
+  enum class Kind { kFile, kCommand, kCommandPaths, kPatch };
+  struct Found {
+    Kind kind;
+    std::string text;
+  };
+  static constexpr int kMaxParseDepth = 32;
+
+  void Apply(const Found& f) {
+    switch (f.kind) {
+      case Kind::kFile:
+        trail_.AddFile(f.text);
+        break;
+      case Kind::kCommand:
+        AddCommand(f.text, o_, trail_);
+        break;
+      case Kind::kCommandPaths:
+        ScanPaths(f.text, true, trail_, kMaxCommandScanBytes);
+        break;
+      case Kind::kPatch:
+        ScanPatchHeaders(f.text, trail_);
+        break;
+    }
+  }
+
+  void SkipSpace() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+  }
+
+  // After the opening quote: to just past the closing one.
+  bool SkipString() {
+    while (true) {
+      const void* q = std::memchr(p_, '"', static_cast<size_t>(end_ - p_));
+      if (!q) return false;
+      const char* quote = static_cast<const char*>(q);
+      const char* b = quote;
+      while (b > p_ && b[-1] == '\\') --b;
+      p_ = quote + 1;
+      if ((quote - b) % 2 == 0) return true;
+    }
+  }
+
+  static void AppendUtf8(std::string& out, uint32_t cp) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+
+  bool Hex4(uint32_t* v) {
+    if (end_ - p_ < 4) return false;
+    *v = 0;
+    for (int i = 0; i < 4; ++i) {
+      const char c = *p_++;
+      *v <<= 4;
+      if (c >= '0' && c <= '9') {
+        *v |= static_cast<uint32_t>(c - '0');
+      } else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') {
+        *v |= static_cast<uint32_t>((c | 0x20) - 'a' + 10);
+      } else {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // After the opening quote: decodes into `out`, to just past the closing quote.
+  bool ReadString(std::string& out) {
+    out.clear();
+    while (true) {
+      const char* run = p_;
+      while (p_ < end_ && *p_ != '"' && *p_ != '\\') ++p_;
+      out.append(run, static_cast<size_t>(p_ - run));
+      if (p_ == end_) return false;
+      if (*p_++ == '"') return true;
+      if (p_ == end_) return false;
+      const char e = *p_++;
+      switch (e) {
+        case '"':
+        case '\\':
+        case '/':
+          out += e;
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'u': {
+          uint32_t cp = 0;
+          if (!Hex4(&cp)) return false;
+          if (cp >= 0xD800 && cp < 0xDC00 && end_ - p_ >= 6 && p_[0] == '\\' && p_[1] == 'u') {
+            p_ += 2;
+            uint32_t lo = 0;
+            if (!Hex4(&lo)) return false;
+            if (lo >= 0xDC00 && lo < 0xE000) {
+              cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            } else {
+              AppendUtf8(out, 0xFFFD);
+              cp = lo;
+            }
+          }
+          if (cp >= 0xD800 && cp < 0xE000) cp = 0xFFFD;  // a lone surrogate
+          AppendUtf8(out, cp);
+          break;
+        }
+        default:
+          return false;
+      }
+    }
+  }
+
+  bool Literal() {
+    const char* b = p_;
+    while (p_ < end_ &&
+           (IsAlnum(static_cast<unsigned char>(*p_)) || *p_ == '-' || *p_ == '+' || *p_ == '.')) {
+      ++p_;
+    }
+    const std::string_view t(b, static_cast<size_t>(p_ - b));
+    if (t.empty()) return false;
+    if (t == "true" || t == "false" || t == "null") return true;
+    return t[0] == '-' || (t[0] >= '0' && t[0] <= '9');  // a number (not checked further)
+  }
+
+  void Record(Kind kind, std::string&& text) { found_.push_back({kind, std::move(text)}); }
+
+  void StringValue(std::string_view key, std::string&& s) {
     if (IsPathKey(key)) {
       const std::string_view p = Trim(s);
       if (p.find('\n') == std::string_view::npos && !p.empty() && p.size() <= kMaxPathBytes &&
           p.find("://") == std::string_view::npos) {
-        trail.AddFile(p);
+        Record(Kind::kFile, std::string(p));
       }
     } else if (IsCommandKey(key)) {
-      AddCommand(s, o, trail);
+      Record(shell_ ? Kind::kCommand : Kind::kCommandPaths, std::move(s));
     } else if (IsPatchKey(key)) {
-      ScanPatchHeaders(s, trail);
-    }
-    return;
-  }
-  if (v.is_array()) {
-    const boost::json::array& a = v.get_array();
-    if (IsCommandKey(key)) {  // argv: ["bash", "-lc", "make test"] or ["git", "status"]
-      std::string joined;
-      bool all_strings = true;
-      for (const boost::json::value& x : a) all_strings &= x.is_string();
-      if (all_strings && a.size() == 3 &&
-          (Sv(a[1].get_string()) == "-c" || Sv(a[1].get_string()) == "-lc")) {
-        joined = std::string(Sv(a[2].get_string()));
-      } else {
-        for (const boost::json::value& x : a) {
-          if (!x.is_string()) continue;
-          if (!joined.empty()) joined += ' ';
-          joined += Sv(x.get_string());
-        }
-      }
-      AddCommand(joined, o, trail);
-      return;
-    }
-    for (const boost::json::value& x : a) VisitArgument(key, x, depth + 1, o, trail);
-    return;
-  }
-  if (v.is_object()) {
-    for (const auto& kv : v.get_object()) {
-      const std::string_view k(kv.key().data(), kv.key().size());
-      // Objects keyed by path ({"changes": {"src/a.rs": {...}}}).
-      if (LooksLikePath(k, false) && k.find('/') != std::string_view::npos) trail.AddFile(k);
-      VisitArgument(k, kv.value(), depth + 1, o, trail);
+      Record(Kind::kPatch, std::move(s));
     }
   }
-}
 
-void ExtractFromCall(const ToolCall& call, const ArtifactOptions& o, TrailBuilder& trail) {
-  boost::json::error_code ec;
-  unsigned char buffer[4096];
-  boost::json::monotonic_resource mr(buffer, sizeof buffer);
-  boost::json::value v = boost::json::parse(call.arguments, ec, &mr);
-  if (!ec && v.is_object()) {
-    VisitArgument("", v, 0, o, trail);
-    return;
+  // A value whose key is `key` at nesting `depth` (the root object is 0). Unless `visit`
+  // (under an argv, or deeper than kMaxJsonDepth) it is only checked.
+  bool Value(std::string_view key, int depth, bool visit) {
+    if (depth > kMaxParseDepth || p_ == end_) return false;
+    visit = visit && depth <= kMaxJsonDepth;
+    const char c = *p_++;
+    if (c == '"') {
+      if (!visit || !(IsPathKey(key) || IsCommandKey(key) || IsPatchKey(key))) {
+        return SkipString();
+      }
+      std::string s;
+      if (!ReadString(s)) return false;
+      StringValue(key, std::move(s));
+      return true;
+    }
+    if (c == '{') return Object(depth, visit);
+    if (c == '[') {
+      if (visit && IsCommandKey(key)) return Argv(depth);
+      SkipSpace();
+      if (p_ < end_ && *p_ == ']') return ++p_, true;
+      while (true) {
+        SkipSpace();
+        if (!Value(key, depth + 1, visit)) return false;
+        SkipSpace();
+        if (p_ == end_) return false;
+        const char d = *p_++;
+        if (d == ']') return true;
+        if (d != ',') return false;
+      }
+    }
+    --p_;
+    return Literal();
   }
-  // Not a JSON object: a shell tool's raw command line, or text to look for paths in.
-  const std::string_view raw = Trim(call.arguments);
-  const bool shell = call.name == "bash" || call.name == "shell" || call.name == "sh" ||
-                     call.name.find("execute") != std::string::npos;
-  if (shell && !raw.empty()) {
-    AddCommand(InvalidUtf8At(raw) == std::string_view::npos ? std::string(raw) : ToValidUtf8(raw),
-               o, trail);
-  } else {
-    ScanPaths(raw, false, trail, kMaxCommandScanBytes);
+
+  bool Object(int depth, bool visit) {
+    std::string key;
+    SkipSpace();
+    if (p_ < end_ && *p_ == '}') return ++p_, true;
+    while (true) {
+      SkipSpace();
+      if (p_ == end_ || *p_++ != '"' || !ReadString(key)) return false;
+      // Objects keyed by path ({"changes": {"src/a.rs": {...}}}).
+      if (visit && key.find('/') != std::string::npos && LooksLikePath(key, false)) {
+        Record(Kind::kFile, std::string(key));
+      }
+      SkipSpace();
+      if (p_ == end_ || *p_++ != ':') return false;
+      SkipSpace();
+      if (!Value(key, depth + 1, visit)) return false;
+      SkipSpace();
+      if (p_ == end_) return false;
+      const char d = *p_++;
+      if (d == '}') return true;
+      if (d != ',') return false;
+    }
   }
-}
+
+  // argv: ["bash", "-lc", "make test"] or ["git", "status"]; items that are not strings
+  // are checked and left out.
+  bool Argv(int depth) {
+    std::vector<std::string> argv;
+    bool all_strings = true;
+    SkipSpace();
+    if (p_ < end_ && *p_ == ']') {
+      ++p_;
+    } else {
+      while (true) {
+        SkipSpace();
+        if (p_ < end_ && *p_ == '"') {
+          ++p_;
+          argv.emplace_back();
+          if (!ReadString(argv.back())) return false;
+        } else {
+          all_strings = false;
+          if (!Value({}, depth + 1, false)) return false;
+        }
+        SkipSpace();
+        if (p_ == end_) return false;
+        const char d = *p_++;
+        if (d == ']') break;
+        if (d != ',') return false;
+      }
+    }
+    std::string joined;
+    if (all_strings && argv.size() == 3 && (argv[1] == "-c" || argv[1] == "-lc")) {
+      joined = std::move(argv[2]);
+    } else {
+      for (const std::string& x : argv) {
+        if (!joined.empty()) joined += ' ';
+        joined += x;
+      }
+    }
+    Record(shell_ ? Kind::kCommand : Kind::kCommandPaths, std::move(joined));
+    return true;
+  }
+
+  const ArtifactOptions& o_;
+  TrailBuilder& trail_;
+  bool shell_ = false;
+  const char* p_ = nullptr;
+  const char* end_ = nullptr;
+  std::vector<Found> found_;
+};
 
 }  // namespace
 
 void ExtractInto(std::span<const StoredMessage> messages, const ArtifactOptions& o,
                  TrailBuilder& trail, FactSink* facts) {
   std::string plain;
+  ArgumentReader arguments(o, trail);
+  std::string flat;  // a line made one line, reused
+  auto Flat = [&](std::string_view line) -> std::string_view {
+    flat.clear();
+    AppendOneLine(flat, line, o.max_line_chars);
+    return flat;
+  };
   for (const StoredMessage& sm : messages) {
     const Message& m = sm.message;
     if (m.role == Role::kSystem) continue;
@@ -296,23 +555,31 @@ void ExtractInto(std::span<const StoredMessage> messages, const ArtifactOptions&
     }
     switch (m.role) {
       case Role::kUser: {
-        ScanPaths(text, false, trail);
-        ForEachLine(text.substr(0, std::min(text.size(), o.scan_window_bytes)),
-                    [&](std::string_view line) {
-                      if (IsDecisionLine(line))
-                        trail.decisions.Add(OneLine(line, o.max_line_chars));
-                    });
+        ScanTextPaths(text, o.text_window_bytes, trail);
+        const std::string_view head = text.substr(0, std::min(text.size(), o.scan_window_bytes));
+        size_t pos = 0;
+        while ((pos = NextCandidate(head, pos, kDecisionWords)) < head.size()) {
+          const std::string_view line = LineAround(head, pos, &pos);
+          if (IsDecisionLine(line)) trail.decisions.Add(Flat(line));
+        }
         if (facts && !Trim(text).empty()) facts->UserMessage(text);
         break;
       }
       case Role::kAssistant: {
-        ScanPaths(text, false, trail);
-        ForEachLine(text, [&](std::string_view line) {
+        ScanTextPaths(text, o.text_window_bytes, trail);
+        size_t pos = 0;
+        const unsigned set = facts ? kColon | kDecisionWords : kDecisionWords;
+        while ((pos = NextCandidate(text, pos, set)) < text.size()) {
+          if (text[pos] == ':' && !KeyMarkerColon(text, pos)) {
+            ++pos;
+            continue;
+          }
+          const std::string_view line = LineAround(text, pos, &pos);
           const bool decision = IsDecisionLine(line);
-          if (decision) trail.decisions.Add(OneLine(line, o.max_line_chars));
+          if (decision) trail.decisions.Add(Flat(line));
           if (facts && (decision || HasKeyMarker(line))) facts->KeyLine(line);
-        });
-        for (const ToolCall& c : m.tool_calls) ExtractFromCall(c, o, trail);
+        }
+        for (const ToolCall& c : m.tool_calls) arguments.Extract(c);
         break;
       }
       case Role::kTool: {
@@ -320,14 +587,19 @@ void ExtractInto(std::span<const StoredMessage> messages, const ArtifactOptions&
         // Key lines already inside the summarizer's head of the result are not repeated.
         const char* const fact_from = text.data() + std::min(text.size(), o.key_lines_from);
         const auto [head, tail] = HeadAndTail(text, o.scan_window_bytes);
-        auto scan = [&](std::string_view part) {
-          ForEachLine(part, [&](std::string_view line) {
-            if (IsErrorLine(line)) trail.errors.Add(OneLine(line, o.max_line_chars));
+        const unsigned set = facts ? kColon | kErrorWords : kErrorWords;
+        for (const std::string_view part : {head, tail}) {
+          size_t pos = 0;
+          while ((pos = NextCandidate(part, pos, set)) < part.size()) {
+            if (part[pos] == ':' ? !KeyMarkerColon(part, pos) : !ErrorWordAt(part, pos)) {
+              ++pos;
+              continue;
+            }
+            const std::string_view line = LineAround(part, pos, &pos);
+            if (IsErrorLine(line)) trail.errors.Add(Flat(line));
             if (facts && line.data() >= fact_from && HasKeyMarker(line)) facts->KeyLine(line);
-          });
-        };
-        scan(head);
-        scan(tail);
+          }
+        }
         break;
       }
       case Role::kSystem:

@@ -55,12 +55,14 @@ struct ArtifactOptions {
   size_t command_chars = 200;       // cap of a command
   size_t scan_window_bytes = 1024;  // tool results are scanned in head+tail windows
   size_t key_lines_from = 200;      // a tool result's key lines are reported from this byte
+  size_t text_window_bytes = 4096;  // longer user/assistant texts: paths in head+tail windows
 };
 
 // A deduplicated list in first-seen order that remembers when each item was last seen.
 class RecentSet {
  public:
-  bool Add(std::string item);  // false when already present (its recency is refreshed)
+  bool Add(std::string_view item);      // false when already present (its recency is refreshed)
+  bool Refresh(std::string_view item);  // Add when present; false (and nothing) when not
   const std::vector<std::string>& items() const { return items_; }
   // Item indices, most recently seen first.
   std::vector<size_t> ByRecency() const;
@@ -68,7 +70,11 @@ class RecentSet {
  private:
   std::vector<std::string> items_;
   std::vector<uint64_t> last_seen_;
-  std::unordered_map<std::string, size_t> index_;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, size_t, Hash, std::equal_to<>> index_;
   uint64_t clock_ = 0;
 };
 

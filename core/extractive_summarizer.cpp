@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/summary_text.h"
 #include "core/truncation.h"
@@ -110,7 +111,11 @@ std::string Render(const Lists& l, const Selection& s, size_t omitted) {
   bullets(kCommands, kCommandsHeader);
   bullets(kErrors, kErrorsHeader);
   bullets(kDecisions, kDecisionsHeader);
-  if (omitted > 0) out += "(" + std::to_string(omitted) + " older items omitted)\n";
+  if (omitted > 0) {
+    out += '(';
+    out += std::to_string(omitted);
+    out += " older items omitted)\n";
+  }
   return out;
 }
 
@@ -251,12 +256,6 @@ Bounded Bound(const Pieces& p, const TrailBuilder& trail, int64_t budget,
   return out;
 }
 
-void AddFact(std::vector<std::string>& facts, std::unordered_map<std::string, char>& seen,
-             std::string fact) {
-  if (fact.empty()) return;
-  if (seen.try_emplace(fact, 1).second) facts.push_back(std::move(fact));
-}
-
 ExtractiveSummary Finish(const Pieces& pieces, const TrailBuilder& trail, int64_t source_tokens,
                          const ExtractiveOptions& o, const MessageTokenCounter& counter) {
   ExtractiveSummary s;
@@ -277,20 +276,35 @@ class PieceCollector final : public FactSink {
   PieceCollector(Pieces& pieces, const ExtractiveOptions& o) : p_(pieces), o_(o) {}
   void UserMessage(std::string_view text) override {
     std::string r = UserRequest(text, o_.user_message_chars);
-    if (seen_requests_.try_emplace(r, 1).second) p_.requests.push_back(std::move(r));
+    if (seen_requests_.insert(r).second) p_.requests.push_back(std::move(r));
   }
   void ToolResult(std::string_view text) override {
-    AddFact(p_.facts, seen_facts_, "[tool] " + OneLine(text, o_.tool_result_chars));
+    line_.assign("[tool] ");
+    AppendOneLine(line_, text, o_.tool_result_chars);
+    AddFact();
   }
   void KeyLine(std::string_view line) override {
-    AddFact(p_.facts, seen_facts_, OneLine(line, o_.max_line_chars));
+    line_.clear();
+    AppendOneLine(line_, line, o_.max_line_chars);
+    AddFact();
   }
 
  private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  void AddFact() {
+    if (line_.empty() || seen_facts_.contains(std::string_view(line_))) return;
+    seen_facts_.insert(line_);
+    p_.facts.push_back(line_);
+  }
+
   Pieces& p_;
   const ExtractiveOptions& o_;
-  std::unordered_map<std::string, char> seen_facts_;
-  std::unordered_map<std::string, char> seen_requests_;
+  std::string line_;  // the fact being formatted (reused)
+  std::unordered_set<std::string, Hash, std::equal_to<>> seen_facts_;
+  std::unordered_set<std::string> seen_requests_;
 };
 
 ArtifactOptions TrailOptions(const ExtractiveOptions& o) {
@@ -299,6 +313,7 @@ ArtifactOptions TrailOptions(const ExtractiveOptions& o) {
   a.command_chars = o.command_chars;
   a.scan_window_bytes = o.scan_window_bytes;
   a.key_lines_from = o.tool_result_chars;
+  a.text_window_bytes = o.text_window_bytes;
   return a;
 }
 

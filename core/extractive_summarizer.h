@@ -12,6 +12,11 @@
 // facts (Missy's MemoryConsolidator rules: "[tool]" + the first tool_result_chars of each
 // tool result, lines marked result:/decided:/found:/error:/success:/created:/updated:/
 // deleted:/confirmed:/output:); the prior summary's excerpt only when all of that fits.
+// What is read: tool results in head and tail windows (scan_window_bytes each); user and
+// assistant texts whole for key lines, and for paths whole up to 2 * text_window_bytes,
+// beyond that in head and tail windows (agents such as SWE-agent put tool output in user
+// messages); shell commands ("command"/"cmd" of shell-like tools only, not an editor's
+// sub-command such as str_replace_editor's "view").
 // The trail (ArtifactTrail, ArtifactsToJson/FromJson, ExtractArtifacts, MergeArtifacts) is
 // declared in core/artifact_extraction.h, included here.
 #pragma once
@@ -37,6 +42,7 @@ struct ExtractiveOptions {
   size_t max_line_chars = 300;      // cap of a fact, error or decision line
   size_t command_chars = 200;       // cap of a command in the trail
   size_t scan_window_bytes = 1024;  // tool results are scanned for errors in head+tail
+  size_t text_window_bytes = 4096;  // user/assistant texts over twice this: paths in head+tail
 };
 
 inline constexpr int64_t kCondensedTargetTokens = 2000;

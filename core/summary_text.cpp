@@ -1,17 +1,15 @@
 #include "core/summary_text.h"
 
 #include <array>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "core/utf8.h"
 
 namespace missy::extractive {
-
-bool IsAlnum(unsigned char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-bool IsAlpha(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool IsWordChar(unsigned char c) { return IsAlnum(c) || c == '_'; }
-unsigned char Lower(unsigned char c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 
 // Case-insensitive: does `s` hold lowercase `word` at `pos`?
 bool HasAt(std::string_view s, size_t pos, std::string_view word) {
@@ -45,26 +43,50 @@ std::string CapChars(std::string_view s, size_t max_chars, bool* was_cut) {
   return std::string(head);
 }
 
-// One line: control characters and runs of whitespace become one space; capped.
-std::string OneLine(std::string_view s, size_t max_chars) {
-  std::string flat;
-  flat.reserve(std::min(s.size(), max_chars + 8));
-  bool space = false;
+void AppendOneLine(std::string& out, std::string_view s, size_t max_chars) {
+  const size_t start = out.size();
+  bool space = false, non_ascii = false, cut = false;
   size_t chars = 0;
-  for (char ch : Trim(s)) {
-    if (static_cast<unsigned char>(ch) <= ' ') {
+  for (const char ch : Trim(s)) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c <= ' ') {
       space = true;
       continue;
     }
-    if (space) flat.push_back(' ');
-    space = false;
-    flat.push_back(ch);
-    chars += (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
-    if (chars > max_chars + 1) break;  // enough to know it is cut
+    if (space) {
+      if (chars == max_chars) {
+        cut = true;
+        break;
+      }
+      out.push_back(' ');
+      ++chars;
+      space = false;
+    }
+    if ((c & 0xC0) != 0x80) {  // a code point starts
+      if (chars == max_chars) {
+        cut = true;
+        break;
+      }
+      ++chars;
+    }
+    non_ascii |= c >= 0x80;
+    out.push_back(ch);
   }
-  bool cut = false;
-  std::string out = CapChars(flat, max_chars, &cut);
+  if (non_ascii) {
+    const std::string_view added = std::string_view(out).substr(start);
+    if (InvalidUtf8At(added) != std::string_view::npos) {
+      std::string valid = ToValidUtf8(added);
+      out.resize(start);
+      out += valid;
+    }
+  }
   if (cut) out += "…";
+}
+
+std::string OneLine(std::string_view s, size_t max_chars) {
+  std::string out;
+  out.reserve(std::min(s.size(), max_chars) + 4);
+  AppendOneLine(out, s, max_chars);
   return out;
 }
 
@@ -78,20 +100,24 @@ size_t CodePoints(std::string_view s) {
 // Lines of interest.
 
 // Missy's MemoryConsolidator markers.
-bool HasKeyMarker(std::string_view line) {
+bool KeyMarkerColon(std::string_view line, size_t colon) {
   static constexpr std::array<std::string_view, 10> kMarkers = {
       "result",  "decided", "found",   "error",     "success",
       "created", "updated", "deleted", "confirmed", "output"};
+  size_t b = colon;
+  while (b > 0 && colon - b <= 9 && IsAlpha(static_cast<unsigned char>(line[b - 1]))) --b;
+  const size_t len = colon - b;
+  if (len < 5 || len > 9) return false;  // a longer word ends in a marker: not a marker
+  for (std::string_view m : kMarkers) {
+    if (m.size() == len && HasAt(line, b, m)) return true;
+  }
+  return false;
+}
+
+bool HasKeyMarker(std::string_view line) {
   size_t colon = line.find(':');
   while (colon != std::string_view::npos) {
-    size_t b = colon;
-    while (b > 0 && IsAlpha(static_cast<unsigned char>(line[b - 1]))) --b;
-    const size_t len = colon - b;
-    if (len >= 5 && len <= 9) {
-      for (std::string_view m : kMarkers) {
-        if (m.size() == len && HasAt(line, b, m)) return true;
-      }
-    }
+    if (KeyMarkerColon(line, colon)) return true;
     colon = line.find(':', colon + 1);
   }
   return false;
@@ -119,46 +145,45 @@ bool WordEndsAt(std::string_view s, size_t end) {
 
 // error/Error/ERROR (a word, or an "XxxError:"/"XxxException:" name), "exception:",
 // Traceback, failed/FAILED, fatal, panic(ked), "No such file".
-bool IsErrorLine(std::string_view s) {
+bool ErrorWordAt(std::string_view s, size_t i) {
   const size_t n = s.size();
-  for (size_t i = 0; i < n; ++i) {
+  const unsigned char c = Lower(static_cast<unsigned char>(s[i]));
+  const bool word_start = i == 0 || !IsWordChar(static_cast<unsigned char>(s[i - 1]));
+  const bool camel = i > 0 && s[i] == 'E' && s[i - 1] >= 'a' && s[i - 1] <= 'z';
+  switch (c) {
+    case 'e':
+      if (HasAt(s, i, "error")) {
+        const size_t e = i + 5;
+        if (word_start && (WordEndsAt(s, e) || (e < n && s[e] == 's' && WordEndsAt(s, e + 1))))
+          return true;
+        if (camel && e < n && s[e] == ':') return true;
+      } else if (HasAt(s, i, "exception") && i + 9 < n && s[i + 9] == ':' &&
+                 (word_start || camel)) {
+        return true;
+      }
+      return false;
+    case 'f':
+      return word_start && ((HasAt(s, i, "failed") && WordEndsAt(s, i + 6)) ||
+                            (HasAt(s, i, "fatal") && WordEndsAt(s, i + 5)));
+    case 't':
+      return s[i] == 'T' && s.substr(i).starts_with("Traceback");
+    case 'p':
+      return word_start && HasAt(s, i, "panic");
+    case 'n':
+      return s[i] == 'N' && s.substr(i).starts_with("No such file");
+    default:
+      return false;
+  }
+}
+
+bool IsErrorLine(std::string_view s) {
+  for (size_t i = 0; i < s.size(); ++i) {
     static const std::array<bool, 256> kFirst = [] {
       std::array<bool, 256> t{};
       for (unsigned char c : std::string_view("eEfFtTpPnN")) t[c] = true;
       return t;
     }();
-    if (!kFirst[static_cast<unsigned char>(s[i])]) continue;
-    const unsigned char c = Lower(static_cast<unsigned char>(s[i]));
-    const bool word_start = i == 0 || !IsWordChar(static_cast<unsigned char>(s[i - 1]));
-    const bool camel = i > 0 && s[i] == 'E' && s[i - 1] >= 'a' && s[i - 1] <= 'z';
-    switch (c) {
-      case 'e':
-        if (HasAt(s, i, "error")) {
-          const size_t e = i + 5;
-          if (word_start && (WordEndsAt(s, e) || (e < n && s[e] == 's' && WordEndsAt(s, e + 1))))
-            return true;
-          if (camel && e < n && s[e] == ':') return true;
-        } else if (HasAt(s, i, "exception") && i + 9 < n && s[i + 9] == ':' &&
-                   (word_start || camel)) {
-          return true;
-        }
-        break;
-      case 'f':
-        if (word_start && ((HasAt(s, i, "failed") && WordEndsAt(s, i + 6)) ||
-                           (HasAt(s, i, "fatal") && WordEndsAt(s, i + 5)))) {
-          return true;
-        }
-        break;
-      case 't':
-        if (s[i] == 'T' && s.substr(i).starts_with("Traceback")) return true;
-        break;
-      case 'p':
-        if (word_start && HasAt(s, i, "panic")) return true;
-        break;
-      case 'n':
-        if (s[i] == 'N' && s.substr(i).starts_with("No such file")) return true;
-        break;
-    }
+    if (kFirst[static_cast<unsigned char>(s[i])] && ErrorWordAt(s, i)) return true;
   }
   return false;
 }
@@ -171,6 +196,118 @@ std::pair<std::string_view, std::string_view> HeadAndTail(std::string_view s, si
   size_t tail_begin = s.find('\n', s.size() - window);
   if (tail_begin == std::string_view::npos) tail_begin = s.size() - window;
   return {s.substr(0, head_end), s.substr(tail_begin)};
+}
+
+namespace {
+
+// The scalar form of NextCandidate's test at s[i] (n = s.size()).
+template <unsigned Set>
+bool CandidateAt(const char* s, size_t i, size_t n) {
+  const unsigned char r0 = s[i];
+  const unsigned char r1 = i + 1 < n ? s[i + 1] : 0, r2 = i + 2 < n ? s[i + 2] : 0;
+  const unsigned char f0 = r0 | 0x20, f1 = r1 | 0x20, f2 = r2 | 0x20;
+  if constexpr ((Set & kColon) != 0) {
+    if (r0 == ':') return true;
+  }
+  if constexpr ((Set & kPathChars) != 0) {
+    if (r0 == '/' || r0 == '.') return true;
+  }
+  if constexpr ((Set & kErrorWords) != 0) {
+    if ((f0 == 'e' && ((f1 == 'r' && f2 == 'r') || (f1 == 'x' && f2 == 'c'))) ||
+        (f0 == 'f' && f1 == 'a' && (f2 == 'i' || f2 == 't')) ||
+        (f0 == 'p' && f1 == 'a' && f2 == 'n') || (r0 == 'T' && r1 == 'r' && r2 == 'a') ||
+        (r0 == 'N' && r1 == 'o' && r2 == ' ')) {
+      return true;
+    }
+  }
+  if constexpr ((Set & kDecisionWords) != 0) {
+    if (f0 == 'd' && f1 == 'e' && f2 == 'c') return true;
+  }
+  return false;
+}
+
+template <unsigned Set>
+size_t NextCandidateOf(std::string_view text, size_t pos) {
+  const char* const s = text.data();
+  const size_t n = text.size();
+#if defined(__SSE2__)
+  // 16 start positions a step; their second and third bytes come from loads at +1 and +2.
+  const __m128i lower = _mm_set1_epi8(0x20);
+  auto eq = [](__m128i v, char c) { return _mm_cmpeq_epi8(v, _mm_set1_epi8(c)); };
+  while (pos + 18 <= n) {
+    const __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + pos));
+    __m128i m = _mm_setzero_si128();
+    if constexpr ((Set & kColon) != 0) m = _mm_or_si128(m, eq(r0, ':'));
+    if constexpr ((Set & kPathChars) != 0) {
+      m = _mm_or_si128(m, _mm_or_si128(eq(r0, '/'), eq(r0, '.')));
+    }
+    if constexpr ((Set & (kErrorWords | kDecisionWords)) != 0) {
+      const __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + pos + 1));
+      const __m128i r2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + pos + 2));
+      const __m128i f0 = _mm_or_si128(r0, lower), f1 = _mm_or_si128(r1, lower),
+                    f2 = _mm_or_si128(r2, lower);
+      if constexpr ((Set & kErrorWords) != 0) {
+        const __m128i a1 = eq(f1, 'a');
+        __m128i e = _mm_or_si128(_mm_and_si128(eq(f1, 'r'), eq(f2, 'r')),
+                                 _mm_and_si128(eq(f1, 'x'), eq(f2, 'c')));
+        e = _mm_and_si128(e, eq(f0, 'e'));
+        e = _mm_or_si128(e, _mm_and_si128(_mm_and_si128(eq(f0, 'f'), a1),
+                                          _mm_or_si128(eq(f2, 'i'), eq(f2, 't'))));
+        e = _mm_or_si128(e, _mm_and_si128(_mm_and_si128(eq(f0, 'p'), a1), eq(f2, 'n')));
+        e = _mm_or_si128(e, _mm_and_si128(_mm_and_si128(eq(r0, 'T'), eq(r1, 'r')), eq(r2, 'a')));
+        e = _mm_or_si128(e, _mm_and_si128(_mm_and_si128(eq(r0, 'N'), eq(r1, 'o')), eq(r2, ' ')));
+        m = _mm_or_si128(m, e);
+      }
+      if constexpr ((Set & kDecisionWords) != 0) {
+        m = _mm_or_si128(m, _mm_and_si128(_mm_and_si128(eq(f0, 'd'), eq(f1, 'e')), eq(f2, 'c')));
+      }
+    }
+    const int bits = _mm_movemask_epi8(m);
+    if (bits != 0) return pos + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(bits)));
+    pos += 16;
+  }
+#endif
+  for (; pos < n; ++pos) {
+    if (CandidateAt<Set>(s, pos, n)) return pos;
+  }
+  return n;
+}
+
+}  // namespace
+
+size_t NextCandidate(std::string_view s, size_t pos, unsigned set) {
+  switch (set) {
+    case kColon | kErrorWords:
+      return NextCandidateOf<kColon | kErrorWords>(s, pos);
+    case kErrorWords:
+      return NextCandidateOf<kErrorWords>(s, pos);
+    case kColon | kDecisionWords:
+      return NextCandidateOf<kColon | kDecisionWords>(s, pos);
+    case kDecisionWords:
+      return NextCandidateOf<kDecisionWords>(s, pos);
+    case kPathChars:
+      return NextCandidateOf<kPathChars>(s, pos);
+    default:
+      for (; pos < s.size(); ++pos) {
+        const unsigned char c = s[pos];
+        if (((set & kColon) && c == ':') || ((set & kPathChars) && (c == '/' || c == '.')) ||
+            ((set & kErrorWords) && CandidateAt<kErrorWords>(s.data(), pos, s.size())) ||
+            ((set & kDecisionWords) && CandidateAt<kDecisionWords>(s.data(), pos, s.size()))) {
+          return pos;
+        }
+      }
+      return s.size();
+  }
+}
+
+std::string_view LineAround(std::string_view s, size_t pos, size_t* line_end) {
+  const char* const begin = s.data();
+  size_t b = pos;
+  while (b > 0 && begin[b - 1] != '\n') --b;
+  const void* nl = std::memchr(begin + pos, '\n', s.size() - pos);
+  const size_t e = nl ? static_cast<size_t>(static_cast<const char*>(nl) - begin) : s.size();
+  *line_end = e;
+  return Trim(s.substr(b, e - b));
 }
 
 }  // namespace missy::extractive

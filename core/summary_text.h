@@ -10,10 +10,10 @@
 
 namespace missy::extractive {
 
-bool IsAlnum(unsigned char c);
-bool IsAlpha(unsigned char c);
-bool IsWordChar(unsigned char c);
-unsigned char Lower(unsigned char c);
+inline bool IsAlpha(unsigned char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
+inline bool IsAlnum(unsigned char c) { return IsAlpha(c) || (c >= '0' && c <= '9'); }
+inline bool IsWordChar(unsigned char c) { return IsAlnum(c) || c == '_'; }
+inline unsigned char Lower(unsigned char c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 // Case-insensitive: does `s` hold lowercase `word` at `pos`?
 bool HasAt(std::string_view s, size_t pos, std::string_view word);
 // `s` without leading and trailing bytes <= ' '.
@@ -23,6 +23,7 @@ std::string CapChars(std::string_view s, size_t max_chars, bool* was_cut = nullp
 // One line: control characters and runs of whitespace become one space; capped at
 // `max_chars` code points, "…" appended when cut.
 std::string OneLine(std::string_view s, size_t max_chars);
+void AppendOneLine(std::string& out, std::string_view s, size_t max_chars);
 size_t CodePoints(std::string_view s);
 
 // Missy's MemoryConsolidator markers: "result:", "decided:", "found:", "error:", ...
@@ -32,6 +33,24 @@ bool IsDecisionLine(std::string_view line);
 // error/Error/ERROR (a word, or an "XxxError:"/"XxxException:" name), "exception:",
 // Traceback, failed/FAILED, fatal, panic(ked), "No such file".
 bool IsErrorLine(std::string_view line);
+// Whether an error word of IsErrorLine starts at s[i] (s: the line, or the text around it).
+bool ErrorWordAt(std::string_view s, size_t i);
+
+// Where a pattern may start: the classifiers above and the path scan look only at lines
+// and tokens around these positions (SSE2 where available, 16 bytes a step).
+enum CandidateSet : unsigned {
+  kColon = 1,          // ':' (key markers)
+  kErrorWords = 2,     // err, exc, fai, fat, pan (any case), "Tra", "No " (IsErrorLine)
+  kDecisionWords = 4,  // dec (any case) (IsDecisionLine)
+  kPathChars = 8,      // '/' or '.'
+};
+// The first position >= pos where a pattern of `set` may start, or s.size(). Never skips a
+// position where one starts; may return positions where none does.
+size_t NextCandidate(std::string_view s, size_t pos, unsigned set);
+// Whether the ':' at s[colon] ends one of Missy's key markers (the word before it).
+bool KeyMarkerColon(std::string_view s, size_t colon);
+// The line (between '\n's, trimmed) of `s` around position `pos`, and where it ends.
+std::string_view LineAround(std::string_view s, size_t pos, size_t* line_end);
 
 // Calls fn(line) for each non-blank line of `text`, trimmed.
 template <typename Fn>

@@ -63,9 +63,9 @@ TEST(ExtractiveArtifacts, FilesFromArgumentsCommandsAndTextsInFirstSeenOrder) {
   EXPECT_EQ(t.files,
             (std::vector<std::string>{"src/server/handler.cc", "docs/DESIGN.md", "src/x.py",
                                       "tests/test_y.py", "/repo/lib/app.ex", "./config/dev.exs"}));
-  // str_replace_editor's "command" is its sub-command: it is kept as a command too.
-  EXPECT_EQ(t.commands, (std::vector<std::string>{
-                            "str_replace", "sed -n 1,20p src/x.py && pytest tests/test_y.py"}));
+  // str_replace_editor's "command" is its sub-command, not a shell command.
+  EXPECT_EQ(t.commands,
+            (std::vector<std::string>{"sed -n 1,20p src/x.py && pytest tests/test_y.py"}));
 }
 
 TEST(ExtractiveArtifacts, CommandsFromShellToolsArgvAndRawStrings) {
@@ -85,6 +85,69 @@ TEST(ExtractiveArtifacts, CommandsFromShellToolsArgvAndRawStrings) {
   EXPECT_EQ(ExtractArtifacts(msgs).commands,
             (std::vector<std::string>{"cargo test -p core", "make test", "git diff --stat",
                                       "git status"}));
+}
+
+TEST(ExtractiveArtifacts, CommandsOnlyFromShellLikeTools) {
+  const auto msgs = Stored({
+      Message::User("go"),
+      Call("c1", "str_replace_editor", R"({"command":"view","path":"/testbed/setup.py"})"),
+      Message::ToolResult("c1", "ok"),
+      Call("c2", "str_replace_editor",
+           R"({"command":"create","path":"/testbed/repro.py","file_text":"x = 1"})"),
+      Message::ToolResult("c2", "ok"),
+      Call("c3", "str_replace_editor",
+           R"({"command":"str_replace","path":"src/a.py","old_str":"x","new_str":"y"})"),
+      Message::ToolResult("c3", "ok"),
+      Call("c4", "run_terminal_cmd", R"({"command":"pytest -x tests/unit"})"),
+      Message::ToolResult("c4", "ok"),
+      Call("c5", "Bash", R"({"command":"git status","description":"status"})"),
+      Message::ToolResult("c5", "ok"),
+      Call("c6", "terminal", R"({"cmd":["ls","-la"]})"),
+      Message::ToolResult("c6", "ok"),
+      // A non-shell tool's "command" is not a command, but its paths are kept.
+      Call("c7", "notebook", R"({"command":"open docs/guide.ipynb"})"),
+      Message::ToolResult("c7", "ok"),
+  });
+  const ArtifactTrail t = ExtractArtifacts(msgs);
+  EXPECT_EQ(t.commands, (std::vector<std::string>{"pytest -x tests/unit", "git status", "ls -la"}));
+  EXPECT_EQ(t.files, (std::vector<std::string>{"/testbed/setup.py", "/testbed/repro.py", "src/a.py",
+                                               "tests/unit", "docs/guide.ipynb"}));
+}
+
+TEST(ExtractiveArtifacts, ArgumentsJsonEdgeCases) {
+  const auto msgs = Stored({
+      Message::User("go"),
+      // Escapes in keys and values; a large skipped value holding quotes and braces.
+      Call("c1", "Edit",
+           R"({"old_string":"a \"}\" {[","file\u005fpath":"src\/esc.py","new_string":"\\\"}"})"),
+      Message::ToolResult("c1", "ok"),
+      Call("c2", "bash", R"({"command":"echo \"hi\"\ncat lib/x.rs"})"),
+      Message::ToolResult("c2", "ok"),
+      // Valid up to a trailing comma: not JSON, so bash takes it as the raw command.
+      Call("c3", "bash", R"({"command":"make all",})"),
+      Message::ToolResult("c3", "ok"),
+      // Trailing garbage after the object: not JSON either.
+      Call("c4", "bash", R"({"command":"ls"} x)"),
+      Message::ToolResult("c4", "ok"),
+      // Deeper than the visited depth: checked but not visited.
+      Call("c5", "edit",
+           R"({"a":{"b":{"c":{"d":{"e":{"f":{"path":"deep/x.py"}}}}}},"path":"top.py"})"),
+      Message::ToolResult("c5", "ok"),
+  });
+  const ArtifactTrail t = ExtractArtifacts(msgs);
+  EXPECT_EQ(t.files, (std::vector<std::string>{"src/esc.py", "lib/x.rs", "top.py"}));
+  EXPECT_EQ(t.commands, (std::vector<std::string>{"echo \"hi\"", R"({"command":"make all",})",
+                                                  R"({"command":"ls"} x)"}));
+}
+
+TEST(ExtractiveArtifacts, LongTextsAreScannedForPathsInHeadAndTailWindows) {
+  const std::string filler(10000, ' ');
+  const auto msgs = Stored({
+      Message::User("see src/head.py" + filler + "middle/lost.py" + filler + "and src/tail.py"),
+      Message::Assistant("edit lib/a.rs\n" + filler + "lib/gone.rs" + filler + "\nlib/z.rs"),
+  });
+  EXPECT_EQ(ExtractArtifacts(msgs).files,
+            (std::vector<std::string>{"src/head.py", "src/tail.py", "lib/a.rs", "lib/z.rs"}));
 }
 
 TEST(ExtractiveArtifacts, ErrorLinesFromToolResultsDeduplicated) {
