@@ -1,0 +1,183 @@
+// The real recorded sessions replayed as an agent would (append each message, ask for a
+// context before each assistant message) at the budget of 28,000 tokens (window
+// 32,000, output 4,000), with summarization run whenever a context queues a job (as the
+// background worker would, right away). Every context fits, keeps tool pairs valid and
+// holds the task; at the end, the share of the file paths the user or the agent named and
+// of the error lines tools printed that the last context still shows (summaries
+// included) is printed per session.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "core/context_checks.h"
+#include "core/message_json.h"
+#include "daemon/service/summarization_service.h"
+#include "service_fixture.h"
+#include "test_util.h"
+
+namespace missy::testing {
+namespace {
+
+std::vector<Message> LoadTrajectory(const std::string& path) {
+  std::vector<Message> out;
+  std::ifstream f(path);
+  std::string line;
+  size_t n = 0;
+  while (std::getline(f, line)) {
+    if (line.empty()) continue;
+    Result<Message> m = ParseMessage(boost::json::parse(line), "line " + std::to_string(++n));
+    if (m.ok()) out.push_back(std::move(*m));
+  }
+  return out;
+}
+
+// An independent notion of "a file path": a token with a '/' or a known extension, ending
+// in an extension of 1-4 letters or digits (not the module's own rules).
+bool PathLike(std::string_view t) {
+  static const std::set<std::string> kExt = {
+      "py",  "cc",   "cpp",  "h",   "hpp",  "c",  "js",   "ts", "go",  "rs",  "md",
+      "txt", "json", "yaml", "yml", "toml", "sh", "java", "rb", "cfg", "ini", "rst"};
+  const size_t dot = t.rfind('.');
+  if (dot == std::string_view::npos || dot == 0 || dot + 1 >= t.size()) return false;
+  const std::string ext(t.substr(dot + 1));
+  if (!kExt.count(ext)) return false;
+  for (char c : t) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '.' || c == '_' ||
+          c == '-')) {
+      return false;
+    }
+  }
+  return t.size() >= 4 && t.find("..") == std::string_view::npos;
+}
+
+void CollectPaths(std::string_view text, std::set<std::string>& out) {
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && !(std::isalnum(static_cast<unsigned char>(text[i])) ||
+                                text[i] == '/' || text[i] == '_' || text[i] == '.')) {
+      ++i;
+    }
+    size_t j = i;
+    while (j < text.size() &&
+           (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '/' || text[j] == '_' ||
+            text[j] == '.' || text[j] == '-')) {
+      ++j;
+    }
+    std::string_view t = text.substr(i, j - i);
+    while (!t.empty() && (t.back() == '.' || t.back() == '/')) t.remove_suffix(1);
+    if (!t.empty() && t.front() == '/') t.remove_prefix(0);
+    if (PathLike(t)) out.insert(std::string(t));
+    i = j + 1;
+  }
+}
+
+void CollectErrors(std::string_view text, std::set<std::string>& out) {
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(start, end - start);
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front()))) {
+      line.remove_prefix(1);
+    }
+    if (line.size() >= 12 && (line.find("Error") != std::string_view::npos ||
+                              line.find("error:") != std::string_view::npos ||
+                              line.find("FAILED") != std::string_view::npos ||
+                              line.find("Traceback") != std::string_view::npos)) {
+      out.insert(std::string(line.substr(0, 60)));
+    }
+    start = end + 1;
+  }
+}
+
+class ReplayRetentionTest : public ServiceFixture {};
+
+TEST_F(ReplayRetentionTest, RealSessionsAt28kTokensKeepTheTaskFilesAndErrorsInView) {
+  const std::string readme = TrajectoryPath("README.md");
+  if (readme.empty()) GTEST_SKIP() << "shared/data/trajectories is not beside the repository";
+  const std::filesystem::path dir = std::filesystem::path(readme).parent_path();
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".jsonl") files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  ASSERT_FALSE(files.empty());
+  size_t all_named = 0, all_seen = 0;
+  for (const std::string& file : files) {
+    SCOPED_TRACE(file);
+    std::vector<Message> conv = LoadTrajectory(file);
+    const std::string id = std::filesystem::path(file).stem().string();
+    Session s;
+    s.id = id;
+    size_t begin = 0;
+    if (!conv.empty() && conv[0].role == Role::kSystem) {
+      s.system_prompt = conv[0].PlainText();
+      begin = 1;
+    }
+    ASSERT_TRUE(Create(std::move(s)).ok());
+    std::string task;
+    std::set<std::string> named, errors;
+    int contexts = 0, summarized = 0;
+    Result<ContextOutcome> last = Status::Internal("no context");
+    for (size_t i = begin; i < conv.size(); ++i) {
+      const Message& m = conv[i];
+      if (m.role == Role::kAssistant) {
+        last = Context(id, 32000, 4000);
+        ASSERT_TRUE(last.ok()) << last.status().ToString();
+        ++contexts;
+        const ContextReport& r = last->context.report;
+        ASSERT_LE(r.used_tokens, 28000);
+        ASSERT_EQ(FindToolPairProblem(last->context.messages), "");
+        if (!task.empty()) {
+          bool has_task = false;
+          for (const Message& c : last->context.messages) {
+            has_task = has_task || c.PlainText().find(task.substr(0, 200)) != std::string::npos;
+          }
+          ASSERT_TRUE(has_task) << "task missing from context " << contexts;
+        }
+        Result<bool> queued = stores_->jobs.HasActive(id, "summarize");
+        if (queued.ok() && *queued) {  // the worker would run it now
+          Result<std::optional<Job>> job = stores_->jobs.Claim(clock_.NowMs(), 60000);
+          ASSERT_TRUE(job.ok() && job->has_value());
+          SummarizeRequest req;
+          req.session_id = id;
+          Result<SummarizeOutcome> out = services_->summarization.Summarize(req);
+          ASSERT_TRUE(out.ok()) << out.status().ToString();
+          summarized += out->leaves > 0;
+          ASSERT_TRUE(stores_->jobs.Complete((*job)->id, clock_.NowMs()).ok());
+        }
+      }
+      if (m.role == Role::kUser && task.empty()) task = m.PlainText();
+      if (m.role == Role::kUser || m.role == Role::kAssistant) CollectPaths(m.PlainText(), named);
+      for (const ToolCall& c : m.tool_calls) CollectPaths(c.arguments, named);
+      if (m.role == Role::kTool) CollectErrors(m.PlainText(), errors);
+      ASSERT_TRUE(Append(id, {m}).status.ok());
+    }
+    last = Context(id, 32000, 4000);
+    ASSERT_TRUE(last.ok());
+    std::string text;
+    for (const Message& c : last->context.messages) {
+      text += c.PlainText() + "\n";
+      for (const ToolCall& tc : c.tool_calls) text += tc.arguments + "\n";
+    }
+    size_t seen_named = 0, seen_errors = 0;
+    for (const std::string& p : named) seen_named += text.find(p) != std::string::npos;
+    for (const std::string& e : errors) seen_errors += text.find(e) != std::string::npos;
+    all_named += named.size() + errors.size();
+    all_seen += seen_named + seen_errors;
+    std::printf("%-40s %4zu msgs %3d contexts %2d summarized: files %zu/%zu, errors %zu/%zu\n",
+                id.c_str(), conv.size(), contexts, summarized, seen_named, named.size(),
+                seen_errors, errors.size());
+  }
+  std::printf(
+      "retention over all sessions: %zu/%zu (%.1f%%)\n", all_seen, all_named,
+      all_named ? 100.0 * static_cast<double>(all_seen) / static_cast<double>(all_named) : 100.0);
+}
+
+}  // namespace
+}  // namespace missy::testing
