@@ -2,11 +2,12 @@
 //  1. one SummarizeMessages call over a 10,000-message session built from the real
 //     trajectories (repeated in order): time (min and p50 of the runs), summary tokens vs
 //     source tokens, against the 2.3 ms target and Missy's Python consolidator (~45 ms);
+//     and, for where the time goes, ExtractArtifacts alone (the trail without facts);
 //  2. the daemon's way: leaf summaries of ~20,000-token chunks (cut on groups, each with
 //     the previous summary as prior), then condensation by fours up to one summary.
 // Message token counts are computed before timing (they are cached on append).
 //
-// Usage: summarizer_bench [--runs N]
+// Usage: summarizer_bench [--runs N] [--one-call] (--one-call: only case 1, for profiling)
 #include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
@@ -130,8 +131,10 @@ ExtractiveSummary Hierarchy(const std::vector<StoredMessage>& s, const MessageTo
 
 int main(int argc, char** argv) {
   int runs = 30;
+  bool one_call_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = std::atoi(argv[++i]);
+    if (std::strcmp(argv[i], "--one-call") == 0) one_call_only = true;
   }
   runs = std::max(runs, 1);
   const MessageTokenCounter counter(std::make_shared<missy::HeuristicTokenCounter>());
@@ -152,6 +155,13 @@ int main(int argc, char** argv) {
                 static_cast<long long>(one.source_tokens), static_cast<long long>(one.tokens),
                 one.artifacts.files.size(), kMissyMs / t.p50_ms);
     if (n == 10000) pass &= t.p50_ms <= kTargetMs;
+    // The trail alone (no facts, requests or bounding): where the remaining time goes.
+    missy::ArtifactTrail trail;
+    const Timing x = Time(runs, [&] { trail = missy::ExtractArtifacts(s); });
+    std::printf("%-34s %9.3f %9.3f %10s %10s %8zu\n",
+                ("  of which trail only, " + std::to_string(n)).c_str(), x.min_ms, x.p50_ms, "", "",
+                trail.files.size());
+    if (one_call_only) continue;
     size_t leaves = 0;
     ExtractiveSummary top;
     const Timing h = Time(std::max(runs / 3, 1), [&] { top = Hierarchy(s, counter, &leaves); });

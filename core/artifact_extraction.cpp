@@ -84,8 +84,15 @@ bool KnownExtension(std::string_view ext) {
 }
 
 bool PathChar(unsigned char c) {
-  return IsAlnum(c) || c == '/' || c == '.' || c == '_' || c == '-' || c == '~' || c == '+' ||
-         c == '@' || c == '%' || c >= 0x80;
+  static const std::array<bool, 256> kTable = [] {
+    std::array<bool, 256> t{};
+    for (int c = 0; c < 256; ++c) {
+      t[c] = IsAlnum(static_cast<unsigned char>(c)) || c >= 0x80;
+    }
+    for (unsigned char c : std::string_view("/._-~+@%")) t[c] = true;
+    return t;
+  }();
+  return kTable[c];
 }
 
 // Separators between tokens in text and commands (a table: this runs on every byte of
@@ -107,19 +114,19 @@ bool TokenSeparator(unsigned char c) {
 bool LooksLikePath(std::string_view t, bool loose) {
   if (t.size() < 2 || t.size() > kMaxPathBytes) return false;
   if (t[0] == '-') return false;
+  const size_t slash = t.rfind('/');
+  const std::string_view last = slash == std::string_view::npos ? t : t.substr(slash + 1);
+  const size_t dot = last.rfind('.');
+  const bool known_ext =
+      dot != std::string_view::npos && dot > 0 && KnownExtension(last.substr(dot + 1));
+  if (!known_ext && slash == std::string_view::npos) return false;
   bool letter = false;
   for (unsigned char c : t) {
     if (!PathChar(c)) return false;
     letter |= IsAlpha(c);
   }
   if (!letter || t.find("//") != std::string_view::npos) return false;
-  const size_t slash = t.rfind('/');
-  const std::string_view last = slash == std::string_view::npos ? t : t.substr(slash + 1);
-  const size_t dot = last.rfind('.');
-  if (dot != std::string_view::npos && dot > 0 && KnownExtension(last.substr(dot + 1))) {
-    return true;
-  }
-  if (slash == std::string_view::npos) return false;
+  if (known_ext) return true;
   if (t[0] == '/' || t.starts_with("./") || t.starts_with("../") || t.starts_with("~/")) {
     return true;
   }
@@ -151,7 +158,8 @@ std::string_view CleanToken(std::string_view t) {
 }
 
 // Adds the path-like tokens of `text` (at most `max_bytes` of it) to `files`. Only tokens
-// holding '/' or '.' can be paths: the scan jumps from one such byte to the next.
+// holding a '/' or a '.' before a letter can be paths (LooksLikePath wants a slash or a
+// known extension): the scan jumps from one such byte to the next.
 void ScanPaths(std::string_view text, bool loose, TrailBuilder& trail,
                size_t max_bytes = std::string_view::npos) {
   text = text.substr(0, std::min(text.size(), max_bytes));
@@ -349,10 +357,15 @@ class ArgumentReader {
   bool ReadString(std::string& out) {
     out.clear();
     while (true) {
-      const char* run = p_;
-      while (p_ < end_ && *p_ != '"' && *p_ != '\\') ++p_;
-      out.append(run, static_cast<size_t>(p_ - run));
-      if (p_ == end_) return false;
+      // Up to the next quote, or the first backslash before it.
+      const void* q = std::memchr(p_, '"', static_cast<size_t>(end_ - p_));
+      if (!q) return false;
+      const char* stop = static_cast<const char*>(q);
+      if (const void* b = std::memchr(p_, '\\', static_cast<size_t>(stop - p_))) {
+        stop = static_cast<const char*>(b);
+      }
+      out.append(p_, static_cast<size_t>(stop - p_));
+      p_ = stop;
       if (*p_++ == '"') return true;
       if (p_ == end_) return false;
       const char e = *p_++;

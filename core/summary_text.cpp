@@ -1,5 +1,6 @@
 #include "core/summary_text.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -45,32 +46,46 @@ std::string CapChars(std::string_view s, size_t max_chars, bool* was_cut) {
 
 void AppendOneLine(std::string& out, std::string_view s, size_t max_chars) {
   const size_t start = out.size();
-  bool space = false, non_ascii = false, cut = false;
-  size_t chars = 0;
-  for (const char ch : Trim(s)) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    if (c <= ' ') {
-      space = true;
+  const std::string_view t = Trim(s);
+  const size_t n = t.size();
+  bool non_ascii = false, cut = false;
+  size_t chars = 0, i = 0;
+  // Runs of non-space bytes are copied whole; a run of spaces becomes one space.
+  auto blank = [&](size_t k) { return static_cast<unsigned char>(t[k]) <= ' '; };
+  while (i < n) {
+    // A code point is at most 4 bytes: a run is not read further than the cap can reach.
+    const size_t limit = std::min(n, i + 4 * (max_chars - chars) + 4);
+    size_t j = i, run_chars = 0;
+    unsigned char high = 0;
+    for (; j < limit && !blank(j); ++j) {
+      const unsigned char c = static_cast<unsigned char>(t[j]);
+      run_chars += (c & 0xC0) != 0x80;
+      high |= c;
+    }
+    non_ascii |= high >= 0x80;
+    if (chars + run_chars > max_chars) {  // the cap falls inside this run
+      for (; i < j; ++i) {
+        if ((static_cast<unsigned char>(t[i]) & 0xC0) != 0x80 && chars++ == max_chars) break;
+        out.push_back(t[i]);
+      }
+      cut = true;
+      break;
+    }
+    out.append(t.data() + i, j - i);
+    chars += run_chars;
+    if (j < n && !blank(j)) {  // stopped at `limit`: the same run goes on
+      i = j;
       continue;
     }
-    if (space) {
+    for (i = j; i < n && blank(i);) ++i;
+    if (i < n) {
       if (chars == max_chars) {
         cut = true;
         break;
       }
       out.push_back(' ');
       ++chars;
-      space = false;
     }
-    if ((c & 0xC0) != 0x80) {  // a code point starts
-      if (chars == max_chars) {
-        cut = true;
-        break;
-      }
-      ++chars;
-    }
-    non_ascii |= c >= 0x80;
-    out.push_back(ch);
   }
   if (non_ascii) {
     const std::string_view added = std::string_view(out).substr(start);
@@ -210,7 +225,7 @@ bool CandidateAt(const char* s, size_t i, size_t n) {
     if (r0 == ':') return true;
   }
   if constexpr ((Set & kPathChars) != 0) {
-    if (r0 == '/' || r0 == '.') return true;
+    if (r0 == '/' || (r0 == '.' && f1 >= 'a' && f1 <= 'z')) return true;
   }
   if constexpr ((Set & kErrorWords) != 0) {
     if ((f0 == 'e' && ((f1 == 'r' && f2 == 'r') || (f1 == 'x' && f2 == 'c'))) ||
@@ -239,7 +254,11 @@ size_t NextCandidateOf(std::string_view text, size_t pos) {
     __m128i m = _mm_setzero_si128();
     if constexpr ((Set & kColon) != 0) m = _mm_or_si128(m, eq(r0, ':'));
     if constexpr ((Set & kPathChars) != 0) {
-      m = _mm_or_si128(m, _mm_or_si128(eq(r0, '/'), eq(r0, '.')));
+      // '/', or '.' before a letter (an extension; a sentence's final '.' is not one).
+      const __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + pos + 1));
+      const __m128i d = _mm_sub_epi8(_mm_or_si128(r1, lower), _mm_set1_epi8('a'));
+      const __m128i letter1 = _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(25)), d);
+      m = _mm_or_si128(m, _mm_or_si128(eq(r0, '/'), _mm_and_si128(eq(r0, '.'), letter1)));
     }
     if constexpr ((Set & (kErrorWords | kDecisionWords)) != 0) {
       const __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + pos + 1));
@@ -290,7 +309,8 @@ size_t NextCandidate(std::string_view s, size_t pos, unsigned set) {
     default:
       for (; pos < s.size(); ++pos) {
         const unsigned char c = s[pos];
-        if (((set & kColon) && c == ':') || ((set & kPathChars) && (c == '/' || c == '.')) ||
+        if (((set & kColon) && c == ':') ||
+            ((set & kPathChars) && CandidateAt<kPathChars>(s.data(), pos, s.size())) ||
             ((set & kErrorWords) && CandidateAt<kErrorWords>(s.data(), pos, s.size())) ||
             ((set & kDecisionWords) && CandidateAt<kDecisionWords>(s.data(), pos, s.size()))) {
           return pos;

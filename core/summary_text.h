@@ -42,7 +42,7 @@ enum CandidateSet : unsigned {
   kColon = 1,          // ':' (key markers)
   kErrorWords = 2,     // err, exc, fai, fat, pan (any case), "Tra", "No " (IsErrorLine)
   kDecisionWords = 4,  // dec (any case) (IsDecisionLine)
-  kPathChars = 8,      // '/' or '.'
+  kPathChars = 8,      // '/', or '.' before a letter: a path has a '/' or an extension
 };
 // The first position >= pos where a pattern of `set` may start, or s.size(). Never skips a
 // position where one starts; may return positions where none does.
