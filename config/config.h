@@ -49,6 +49,12 @@ struct LimitsConfig {
   int64_t cache_idle_seconds = 60;
 };
 
+// context.summarizer.backend / .provider: which backend writes summaries (DESIGN.md §5).
+struct SummarizerBackendConfig {
+  std::string backend = "extractive";  // "extractive" (offline) | "llm"
+  std::string provider;                // providers.<name> the llm backend calls; "" = default
+};
+
 // context.audit.*: retention of the audit log.
 struct AuditConfig {
   int64_t retention_days = 30;         // events older than this are deleted (0 = no age limit)
@@ -70,6 +76,7 @@ struct DaemonConfig {
   bool strict = false;           // context.strict: 422 instead of flagging invalid appends
   PruningOptions pruning;        // context.pruning.* (protect_turns, protect_tokens, minimum_freed)
   SummarizerOptions summarizer;  // context.summarizer.* (chunk, fanout, target sizes)
+  SummarizerBackendConfig summarizer_backend;       // context.summarizer.backend, .provider
   TokenizerMode tokenizer = TokenizerMode::kExact;  // context.tokenizer
   int64_t image_tokens = 765;                       // context.image_tokens: cost of one image
   CalibrationOptions calibration;                   // context.calibration.*

@@ -196,6 +196,9 @@ Status ReadKey(const ConfigKey& key, const YAML::Node& node, DaemonConfig* c) {
             rule.field.ref(*c) = std::move(v);
             return Status::Ok();
           },
+          [&](const StringRule& rule) -> Status {
+            return ParseString(node, path, &rule.field.ref(*c));
+          },
           [&](const ChoiceRule& rule) -> Status {
             std::string v;
             MISSY_RETURN_IF_ERROR(ParseString(node, path, &v));

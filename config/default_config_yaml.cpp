@@ -44,6 +44,7 @@ std::string ValueText(const ConfigKey& key, const DaemonConfig& c) {
           [&](const NumberRule& r) { return FormatNumber(r.field.get(c)); },
           [&](const BoolRule& r) { return std::string(r.field.get(c) ? "true" : "false"); },
           [&](const PathRule& r) { return YamlString(r.field.get(c)); },
+          [&](const StringRule& r) { return YamlString(r.field.get(c)); },
           [&](const ChoiceRule& r) { return YamlString(r.get(c)); },
           [&](const ModelRowsRule&) { return std::string("[]"); },  // rows beyond built-ins
       },

@@ -45,6 +45,13 @@ const ChoiceRule kTokenizerRule{
                         : TokenizerMode::kExact;
     }};
 
+constexpr std::array<std::string_view, 2> kSummarizerBackends = {"extractive", "llm"};
+
+const ChoiceRule kSummarizerBackendRule{
+    kSummarizerBackends,
+    [](const DaemonConfig& c) -> std::string_view { return c.summarizer_backend.backend; },
+    [](DaemonConfig& c, std::string_view v) { c.summarizer_backend.backend = std::string(v); }};
+
 using D = DaemonConfig;
 
 const ConfigKey kKeys[] = {
@@ -94,6 +101,9 @@ const ConfigKey kKeys[] = {
      IntRule{At<&D::summarizer, &SummarizerOptions::leaf_target_tokens>(), 64}},
     {"summarizer.condensed_target_tokens", "size a condensed summary is cut to",
      IntRule{At<&D::summarizer, &SummarizerOptions::condensed_target_tokens>(), 64}},
+    {"summarizer.backend", "who writes summaries", kSummarizerBackendRule},
+    {"summarizer.provider", "providers.<name> the llm backend calls; \"\" = default_provider",
+     StringRule{At<&D::summarizer_backend, &SummarizerBackendConfig::provider>()}},
 
     {"tokenizer", "token counting (exact needs the BPE rank files)", kTokenizerRule},
     {"image_tokens", "fixed token cost of one image part", IntRule{At<&D::image_tokens>()}},
@@ -175,6 +185,24 @@ Status CheckCrossFieldRules(const DaemonConfig& config) {
   for (const auto& [group, status] : checks) {
     if (!status.ok()) {
       return Status::InvalidArgument(status.message(), std::string(group) + status.field());
+    }
+  }
+  // The llm backend needs a provider it can call.
+  const SummarizerBackendConfig& sb = config.summarizer_backend;
+  if (sb.backend == "llm") {
+    const std::string& name = sb.provider.empty() ? config.default_provider : sb.provider;
+    const std::string key = sb.provider.empty() ? "summarizer.backend" : "summarizer.provider";
+    if (name.empty()) {
+      return Status::InvalidArgument(
+          "the llm backend needs a provider: set summarizer.provider or default_provider", key);
+    }
+    auto it = config.providers.find(name);
+    if (it == config.providers.end()) {
+      return Status::InvalidArgument(
+          "the llm backend's provider '" + name + "' is not among providers", key);
+    }
+    if (it->second.model.empty()) {
+      return Status::InvalidArgument("the llm backend's provider '" + name + "' has no model", key);
     }
   }
   return Status::Ok();

@@ -54,6 +54,11 @@ struct PathRule {
   bool may_be_empty = false;
 };
 
+// Any string, kept as written ("" allowed: it means "not set").
+struct StringRule {
+  Field<std::string> field;
+};
+
 // One of `choices`, a string. set() is only ever called with one of them.
 struct ChoiceRule {
   std::span<const std::string_view> choices;
@@ -68,7 +73,8 @@ struct ModelRowsRule {
   Field<ModelTable> field;
 };
 
-using KeyRule = std::variant<IntRule, NumberRule, BoolRule, PathRule, ChoiceRule, ModelRowsRule>;
+using KeyRule =
+    std::variant<IntRule, NumberRule, BoolRule, PathRule, StringRule, ChoiceRule, ModelRowsRule>;
 
 // One lambda per rule type for std::visit over a KeyRule:
 // std::visit(RuleVisitor{[](const IntRule&) {...}, ...}, key.rule).
@@ -105,7 +111,8 @@ const ConfigGroup* FindContextGroup(std::string_view path);
 std::string ContextKeyPath(std::string_view path);
 
 // The rules between keys, checked once every key is read (reserves within total,
-// memory + learnings fractions within 1, calibration bounds): Ok, or InvalidArgument
+// memory + learnings fractions within 1, calibration bounds, the llm summarizer backend's
+// provider among `providers` with a model): Ok, or InvalidArgument
 // whose message is the reason and whose field() is the key to blame, below `context:`
 // ("budget.system_reserve").
 Status CheckCrossFieldRules(const DaemonConfig& config);

@@ -135,6 +135,8 @@ inline std::vector<std::pair<std::string, std::string>> Members(const DaemonConf
   add("summarizer.condensed_fanout", c.summarizer.condensed_fanout);
   add("summarizer.leaf_target_tokens", c.summarizer.leaf_target_tokens);
   add("summarizer.condensed_target_tokens", c.summarizer.condensed_target_tokens);
+  add("summarizer_backend.backend", c.summarizer_backend.backend);
+  add("summarizer_backend.provider", c.summarizer_backend.provider);
   add("tokenizer", TokenizerModeName(c.tokenizer));
   add("image_tokens", c.image_tokens);
   add("calibration.alpha", c.calibration.alpha);

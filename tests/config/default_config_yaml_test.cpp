@@ -69,6 +69,8 @@ TEST(DefaultConfigYamlTest, DefaultYamlListsEveryContextKeyWithComment) {
                         "condensed_fanout",
                         "leaf_target_tokens",
                         "condensed_target_tokens",
+                        "backend",
+                        "provider",
                         "tokenizer",
                         "image_tokens",
                         "min_ratio",
@@ -120,6 +122,9 @@ TEST(DefaultConfigYamlTest, EveryTableKeyHasItsDocAndDefaultValue) {
           } else if constexpr (std::is_same_v<Rule, BoolRule>) {
             EXPECT_EQ(value, rule.field.get(defaults) ? "true" : "false");
           } else if constexpr (std::is_same_v<Rule, PathRule>) {
+            const std::string& v = rule.field.get(defaults);
+            EXPECT_EQ(value, v.empty() ? std::string("\"\"") : v);
+          } else if constexpr (std::is_same_v<Rule, StringRule>) {
             const std::string& v = rule.field.get(defaults);
             EXPECT_EQ(value, v.empty() ? std::string("\"\"") : v);
           } else if constexpr (std::is_same_v<Rule, ChoiceRule>) {

@@ -66,6 +66,8 @@ void ExpectEveryKeyWithItsValue(const DaemonConfig& c) {
             EXPECT_EQ(v->as_bool(), rule.field.get(c));
           } else if constexpr (std::is_same_v<Rule, PathRule>) {
             EXPECT_EQ(v->as_string(), rule.field.get(c));
+          } else if constexpr (std::is_same_v<Rule, StringRule>) {
+            EXPECT_EQ(v->as_string(), rule.field.get(c));
           } else if constexpr (std::is_same_v<Rule, ChoiceRule>) {
             EXPECT_EQ(v->as_string(), rule.get(c));
           } else {

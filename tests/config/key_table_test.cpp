@@ -51,6 +51,8 @@ const std::map<std::string, std::string>& ExpectedMembers() {
       {"summarizer.condensed_fanout", "summarizer.condensed_fanout"},
       {"summarizer.leaf_target_tokens", "summarizer.leaf_target_tokens"},
       {"summarizer.condensed_target_tokens", "summarizer.condensed_target_tokens"},
+      {"summarizer.backend", "summarizer_backend.backend"},
+      {"summarizer.provider", "summarizer_backend.provider"},
       {"tokenizer", "tokenizer"},
       {"image_tokens", "image_tokens"},
       {"calibration.min_ratio", "calibration.min_ratio"},
@@ -125,6 +127,10 @@ TEST(KeyTableTest, EachKeySetsExactlyItsMember) {
             check = [rule, leaf](const DaemonConfig& c) {
               EXPECT_EQ(rule.field.get(c), std::string(kHome) + "/" + leaf);
             };
+          } else if constexpr (std::is_same_v<Rule, StringRule>) {
+            const std::string v = rule.field.get(defaults) + "other";
+            yaml_value = v;
+            check = [rule, v](const DaemonConfig& c) { EXPECT_EQ(rule.field.get(c), v); };
           } else if constexpr (std::is_same_v<Rule, ChoiceRule>) {
             std::string_view v;
             for (std::string_view choice : rule.choices) {
@@ -144,11 +150,19 @@ TEST(KeyTableTest, EachKeySetsExactlyItsMember) {
           }
         },
         key.rule);
-    const std::string yaml = SetKeyYaml(key.path, yaml_value);
+    // The llm summarizer backend needs a provider: both configs get one.
+    DaemonConfig base = ResolvedDefaults();
+    std::string prerequisites;
+    if (key.path == "summarizer.backend") {
+      prerequisites = "default_provider: p\nproviders:\n  p: {model: m}\n";
+      base.default_provider = "p";
+      base.providers["p"].model = "m";
+    }
+    const std::string yaml = prerequisites + SetKeyYaml(key.path, yaml_value);
     Result<DaemonConfig> parsed = ParseConfig(yaml, kHome);
     ASSERT_TRUE(parsed.ok()) << parsed.status().message() << "\n" << yaml;
     check(*parsed);
-    const std::vector<std::string> changed = DifferingMembers(ResolvedDefaults(), *parsed);
+    const std::vector<std::string> changed = DifferingMembers(base, *parsed);
     ASSERT_EQ(changed.size(), 1u) << yaml << "\n" << ::testing::PrintToString(changed);
     const std::string& member = ExpectedMembers().at(std::string(key.path));
     EXPECT_EQ(changed[0].substr(0, member.size() + 1), member + ":") << changed[0];
@@ -199,6 +213,47 @@ TEST(KeyTableTest, CrossFieldRulesNameTheKeyBelowContext) {
   c.calibration.max_ratio = 0.5;
   s = CheckCrossFieldRules(c);
   EXPECT_EQ(s.field(), "calibration.max_ratio");
+}
+
+// The llm summarizer backend needs an existing provider with a model; the error names the
+// key to fix.
+TEST(KeyTableTest, TheLlmSummarizerBackendNeedsAProvider) {
+  DaemonConfig c;
+  c.summarizer_backend.backend = "llm";
+  Status s = CheckCrossFieldRules(c);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.field(), "summarizer.backend");
+  c.summarizer_backend.provider = "local";
+  s = CheckCrossFieldRules(c);
+  EXPECT_EQ(s.field(), "summarizer.provider");
+  EXPECT_NE(s.message().find("'local'"), std::string::npos) << s.message();
+  c.providers["local"].base_url = "http://127.0.0.1:1";
+  EXPECT_NE(CheckCrossFieldRules(c).message().find("no model"), std::string::npos);
+  c.providers["local"].model = "m";
+  EXPECT_TRUE(CheckCrossFieldRules(c).ok());
+  c.summarizer_backend.provider.clear();
+  c.default_provider = "local";
+  EXPECT_TRUE(CheckCrossFieldRules(c).ok());
+  // An extractive backend ignores the provider.
+  c = DaemonConfig{};
+  c.summarizer_backend.provider = "nowhere";
+  EXPECT_TRUE(CheckCrossFieldRules(c).ok());
+}
+
+TEST(KeyTableTest, SummarizerBackendKeysParseAndAreChecked) {
+  Result<DaemonConfig> r = ParseConfig("context:\n  summarizer:\n    backend: gpt\n", kHome);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().field(), "context.summarizer.backend");
+  EXPECT_NE(r.status().message().find("extractive, llm"), std::string::npos)
+      << r.status().message();
+  r = ParseConfig("context:\n  summarizer:\n    backend: llm\n    provider: nope\n", kHome);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().field(), "context.summarizer.provider");
+  const DaemonConfig c = ParseOrDie(
+      "providers:\n  local: {model: qwen, base_url: 'http://127.0.0.1:8080/v1'}\n"
+      "context:\n  summarizer: {backend: llm, provider: local}\n");
+  EXPECT_EQ(c.summarizer_backend.backend, "llm");
+  EXPECT_EQ(c.summarizer_backend.provider, "local");
 }
 
 TEST(KeyTableTest, NumbersAndRangesInWords) {
