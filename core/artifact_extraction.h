@@ -51,11 +51,11 @@ bool LooksLikePath(std::string_view token, bool loose);
 // over the messages that also reports the summarizer's fact candidates.
 
 struct ArtifactOptions {
-  size_t max_line_chars = 300;      // cap of an error or decision line
-  size_t command_chars = 200;       // cap of a command
-  size_t scan_window_bytes = 1024;  // tool results are scanned in head+tail windows
-  size_t key_lines_from = 200;      // a tool result's key lines are reported from this byte
-  size_t text_window_bytes = 4096;  // longer user/assistant texts: paths in head+tail windows
+  size_t max_line_chars = 300;       // cap of an error or decision line
+  size_t command_chars = 200;        // cap of a command
+  size_t scan_window_bytes = 1024;   // tool results are scanned in head+tail windows
+  size_t key_lines_from = 200;       // a tool result's key lines are reported from this byte
+  size_t text_window_bytes = 16384;  // longer user/assistant texts: paths in head+tail windows
 };
 
 // A deduplicated list in first-seen order that remembers when each item was last seen.

@@ -36,13 +36,13 @@
 namespace missy {
 
 struct ExtractiveOptions {
-  int64_t target_tokens = 1200;     // upper bound of the text (1200 leaves, 2000 condensed)
-  size_t user_message_chars = 500;  // user messages up to this many code points verbatim
-  size_t tool_result_chars = 200;   // head of each tool result kept as a "[tool]" fact
-  size_t max_line_chars = 300;      // cap of a fact, error or decision line
-  size_t command_chars = 200;       // cap of a command in the trail
-  size_t scan_window_bytes = 1024;  // tool results are scanned for errors in head+tail
-  size_t text_window_bytes = 4096;  // user/assistant texts over twice this: paths in head+tail
+  int64_t target_tokens = 1200;      // upper bound of the text (1200 leaves, 2000 condensed)
+  size_t user_message_chars = 500;   // user messages up to this many code points verbatim
+  size_t tool_result_chars = 200;    // head of each tool result kept as a "[tool]" fact
+  size_t max_line_chars = 300;       // cap of a fact, error or decision line
+  size_t command_chars = 200;        // cap of a command in the trail
+  size_t scan_window_bytes = 1024;   // tool results are scanned for errors in head+tail
+  size_t text_window_bytes = 16384;  // user/assistant texts over twice this: paths in head+tail
 };
 
 inline constexpr int64_t kCondensedTargetTokens = 2000;

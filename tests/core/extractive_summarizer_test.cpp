@@ -15,6 +15,7 @@
 #include "core/context_test_helpers.h"
 #include "core/groups.h"
 #include "core/message_json.h"
+#include "core/summary_text.h"
 #include "core/utf8.h"
 
 namespace missy {
@@ -141,7 +142,7 @@ TEST(ExtractiveArtifacts, ArgumentsJsonEdgeCases) {
 }
 
 TEST(ExtractiveArtifacts, LongTextsAreScannedForPathsInHeadAndTailWindows) {
-  const std::string filler(10000, ' ');
+  const std::string filler(40000, ' ');
   const auto msgs = Stored({
       Message::User("see src/head.py" + filler + "middle/lost.py" + filler + "and src/tail.py"),
       Message::Assistant("edit lib/a.rs\n" + filler + "lib/gone.rs" + filler + "\nlib/z.rs"),
@@ -234,6 +235,70 @@ TEST(ExtractiveArtifacts, JsonRoundTripAndMerge) {
   MergeArtifacts(a, ArtifactTrail{{"b.py", "c.py"}, {"make", "ls"}, {}, {}});
   EXPECT_EQ(a.files, (std::vector<std::string>{"a.py", "b.py", "c.py"}));
   EXPECT_EQ(a.commands, (std::vector<std::string>{"make", "ls"}));
+}
+
+TEST(ExtractiveText, OneLineCapsOnCodePointsAndFoldsWhitespace) {
+  struct Case {
+    std::string in;
+    size_t max;
+    std::string out;
+  };
+  const std::vector<Case> cases = {
+      {"  a  b\n\tc  ", 10, "a b c"},
+      {"abcdef", 3, "abc…"},
+      {"ab cd", 3, "ab …"},  // the space counts
+      {"ab cd", 2, "ab…"},
+      {"h\xc3\xa9llo w\xc3\xb6rld", 7, "h\xc3\xa9llo w…"},
+      {std::string(10000, 'x') + " tail", 4, "xxxx…"},  // a long run is not read whole
+      {"\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac", 2, "\xe2\x82\xac\xe2\x82\xac…"},
+      {"ok \xff\xfe end", 50, "ok \xef\xbf\xbd\xef\xbf\xbd end"},  // invalid bytes replaced
+      {"", 5, ""},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(extractive::OneLine(c.in, c.max), c.out) << c.in.substr(0, 40) << " / " << c.max;
+  }
+}
+
+TEST(ExtractiveText, CandidateScanNeverSkipsAPattern) {
+  // Random texts made of the patterns and pieces of them; the SIMD scan must stop at every
+  // position where a pattern starts (the classifiers' anchors), at any alignment.
+  const std::vector<std::string> pieces = {"err", "ERR", "exc", "fai", "FAT", "pan", "Tra", "No ",
+                                           "dec", "DeC", ":",   "/",   ".a",  ".",   "x",   " ",
+                                           "\n",  "e",   "r",   "E",   "p",   "a",   "T"};
+  uint32_t seed = 12345;
+  auto next = [&] { return seed = seed * 1664525u + 1013904223u; };
+  for (int round = 0; round < 500; ++round) {
+    std::string text;
+    const size_t n = 1 + next() % 60;
+    for (size_t k = 0; k < n; ++k) text += pieces[next() % pieces.size()];
+    for (unsigned set : {extractive::kColon | extractive::kErrorWords,
+                         extractive::kColon | extractive::kDecisionWords,
+                         static_cast<unsigned>(extractive::kPathChars)}) {
+      std::set<size_t> found;
+      for (size_t pos = 0; (pos = extractive::NextCandidate(text, pos, set)) < text.size(); ++pos) {
+        found.insert(pos);
+      }
+      for (size_t i = 0; i < text.size(); ++i) {
+        std::string folded = text.substr(i, 3);
+        for (char& ch : folded) ch = static_cast<char>(extractive::Lower(ch));
+        bool starts = false;
+        if (set & extractive::kColon) starts |= text[i] == ':';
+        if (set & extractive::kPathChars) {
+          starts |=
+              text[i] == '/' || (text[i] == '.' && i + 1 < text.size() &&
+                                 extractive::IsAlpha(static_cast<unsigned char>(text[i + 1])));
+        }
+        if (set & extractive::kErrorWords) {
+          for (std::string_view a : {"err", "exc", "fai", "fat", "pan"}) starts |= folded == a;
+          starts |= text.compare(i, 3, "Tra") == 0 || text.compare(i, 3, "No ") == 0;
+        }
+        if (set & extractive::kDecisionWords) starts |= folded == "dec";
+        if (starts) {
+          EXPECT_TRUE(found.count(i)) << "set " << set << " at " << i << ": " << text;
+        }
+      }
+    }
+  }
 }
 
 TEST(ExtractiveSummary, LayoutUserMessagesFactsAndTrail) {
