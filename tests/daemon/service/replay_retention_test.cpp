@@ -76,6 +76,23 @@ void CollectPaths(std::string_view text, std::set<std::string>& out) {
   }
 }
 
+// An independent notion of "an error line a tool printed": a line that starts like an
+// error report (Error/error/ERROR/Traceback/FAILED/fatal:/panic:, or "SomethingError: ..."
+// / "SomethingException: ..."), or a compiler's "file:line: error:" — not source code that
+// merely names an exception class (listings, "raise", "except", "class").
+bool ErrorLine(std::string_view line) {
+  for (std::string_view p :
+       {"Error", "error", "ERROR", "Traceback", "FAILED", "fatal:", "panic:"}) {
+    if (line.substr(0, p.size()) == p) return true;
+  }
+  if (line.find(": error:") != std::string_view::npos) return true;
+  const size_t colon = line.find(": ");
+  if (colon == std::string_view::npos || colon == 0) return false;
+  const std::string_view head = line.substr(0, colon);
+  if (head.find(' ') != std::string_view::npos) return false;
+  return head.ends_with("Error") || head.ends_with("Exception");
+}
+
 void CollectErrors(std::string_view text, std::set<std::string>& out) {
   size_t start = 0;
   while (start < text.size()) {
@@ -85,12 +102,7 @@ void CollectErrors(std::string_view text, std::set<std::string>& out) {
     while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front()))) {
       line.remove_prefix(1);
     }
-    if (line.size() >= 12 && (line.find("Error") != std::string_view::npos ||
-                              line.find("error:") != std::string_view::npos ||
-                              line.find("FAILED") != std::string_view::npos ||
-                              line.find("Traceback") != std::string_view::npos)) {
-      out.insert(std::string(line.substr(0, 60)));
-    }
+    if (line.size() >= 12 && ErrorLine(line)) out.insert(std::string(line.substr(0, 60)));
     start = end + 1;
   }
 }
@@ -170,6 +182,24 @@ TEST_F(ReplayRetentionTest, RealSessionsAt28kTokensKeepTheTaskFilesAndErrorsInVi
     for (const std::string& e : errors) seen_errors += text.find(e) != std::string::npos;
     all_named += named.size() + errors.size();
     all_seen += seen_named + seen_errors;
+    if (getenv("MISSY_RETENTION_DEBUG")) {
+      const ContextReport& r = last->context.report;
+      std::printf(
+          "  summaries included %lld skipped %lld tokens %lld; kept %lld dropped %lld covered %lld "
+          "pruned %lld\n",
+          (long long)r.summaries_included, (long long)r.summaries_skipped,
+          (long long)r.summary_tokens, (long long)r.kept_messages, (long long)r.dropped_messages,
+          (long long)r.covered_messages, (long long)r.pruned_messages);
+      for (const std::string& p : named)
+        if (text.find(p) == std::string::npos) std::printf("  missing file %s\n", p.c_str());
+      for (const std::string& e : errors)
+        if (text.find(e) == std::string::npos) std::printf("  missing error %s\n", e.c_str());
+      Result<std::vector<SummaryRecord>> all = stores_->summaries.List(id, false);
+      for (const SummaryRecord& x : *all)
+        std::printf("  summary %s depth %d %lld..%lld tokens %lld parent %s\n", x.id.c_str(),
+                    x.depth, (long long)x.first_seq, (long long)x.last_seq, (long long)x.tokens,
+                    x.parent_id.c_str());
+    }
     std::printf("%-40s %4zu msgs %3d contexts %2d summarized: files %zu/%zu, errors %zu/%zu\n",
                 id.c_str(), conv.size(), contexts, summarized, seen_named, named.size(),
                 seen_errors, errors.size());
