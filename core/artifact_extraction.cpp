@@ -356,11 +356,15 @@ class ArgumentReader {
   // After the opening quote: decodes into `out`, to just past the closing quote.
   bool ReadString(std::string& out) {
     out.clear();
+    const char* quote = nullptr;  // the next '"' (found again once passed: it was escaped)
     while (true) {
       // Up to the next quote, or the first backslash before it.
-      const void* q = std::memchr(p_, '"', static_cast<size_t>(end_ - p_));
-      if (!q) return false;
-      const char* stop = static_cast<const char*>(q);
+      if (quote < p_) {
+        const void* q = std::memchr(p_, '"', static_cast<size_t>(end_ - p_));
+        if (!q) return false;
+        quote = static_cast<const char*>(q);
+      }
+      const char* stop = quote;
       if (const void* b = std::memchr(p_, '\\', static_cast<size_t>(stop - p_))) {
         stop = static_cast<const char*>(b);
       }
