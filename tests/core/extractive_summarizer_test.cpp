@@ -16,6 +16,7 @@
 #include "core/groups.h"
 #include "core/message_json.h"
 #include "core/summary_text.h"
+#include "core/tool_arguments.h"
 #include "core/utf8.h"
 
 namespace missy {
@@ -139,6 +140,43 @@ TEST(ExtractiveArtifacts, ArgumentsJsonEdgeCases) {
   EXPECT_EQ(t.files, (std::vector<std::string>{"src/esc.py", "lib/x.rs", "top.py"}));
   EXPECT_EQ(t.commands, (std::vector<std::string>{"echo \"hi\"", R"({"command":"make all",})",
                                                   R"({"command":"ls"} x)"}));
+}
+
+TEST(ArtifactArguments, ReadsWhatTheTrailNeedsAndRejectsWhatIsNotAnObject) {
+  using Kind = ArgumentItem::Kind;
+  std::vector<ArgumentItem> items;
+  ASSERT_TRUE(ReadToolArguments(
+      R"({"content":"x\"y}","path":" a.py ","changes":{"src/b.rs":{}},"cmd":["git","status"],)"
+      R"("n":-1.5e3,"ok":true,"z":null,"patch":"+++ b/c.py","s":"\ud83d\ude00"})",
+      true, items));
+  std::vector<std::pair<Kind, std::string>> got;
+  for (const ArgumentItem& i : items) got.emplace_back(i.kind, i.text);
+  EXPECT_EQ(got, (std::vector<std::pair<Kind, std::string>>{{Kind::kPath, " a.py "},
+                                                            {Kind::kPathKey, "src/b.rs"},
+                                                            {Kind::kCommand, "git status"},
+                                                            {Kind::kPatch, "+++ b/c.py"}}));
+  items.clear();
+  ASSERT_TRUE(ReadToolArguments(R"({"command":"view","path":"/x\u00e9.py"})", false, items));
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[0].kind, Kind::kOtherCommand);
+  EXPECT_EQ(items[1].text, "/x\xc3\xa9.py");
+  std::string deep = R"({"a":)";
+  for (int i = 0; i < 40; ++i) deep += "[";
+  for (int i = 0; i < 40; ++i) deep += "]";
+  deep += "}";
+  for (const std::string& bad : std::vector<std::string>{
+           "", "[]", "{", R"({"a":})", R"({"a":1}x)", "{'a':1}", R"({"a":tru})", R"({"path":"\q"})",
+           R"({"a" 1})", R"({"a":1,})", R"({"a":"open)", deep}) {
+    items.clear();
+    EXPECT_FALSE(ReadToolArguments(bad, true, items)) << bad;
+  }
+  // Lenient by design: a skipped value is not decoded, so its bad escape goes unnoticed.
+  EXPECT_TRUE(ReadToolArguments(R"({"content":"\q"})", true, items));
+  EXPECT_TRUE(IsShellTool("Bash"));
+  EXPECT_TRUE(IsShellTool("execute_bash"));
+  EXPECT_TRUE(IsShellTool("run_terminal_cmd"));
+  EXPECT_FALSE(IsShellTool("str_replace_editor"));
+  EXPECT_FALSE(IsShellTool("read_file"));
 }
 
 TEST(ExtractiveArtifacts, LongTextsAreScannedForPathsInHeadAndTailWindows) {
