@@ -9,6 +9,7 @@
 #include "daemon/audit/audit_bus.h"
 #include "daemon/service/counting.h"
 #include "daemon/service/ports.h"
+#include "daemon/service/summary_backend.h"
 #include "storage/database.h"
 #include "storage/stores.h"
 
@@ -16,12 +17,25 @@ namespace missy {
 
 namespace {
 
-constexpr char kBackend[] = "extractive";
 constexpr int64_t kMinChunkTokens = 500;  // below this a summary saves too little
 
 int64_t NowSteadyMs() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+// The backend that wrote `sum`, and why the configured one did not when it fell back.
+AuditDetail& AddBackend(AuditDetail& detail, const SelectedBackend& selected,
+                        const BackendSummary& sum) {
+  detail.Add("backend", sum.backend);
+  const std::string& why = !sum.fallback.empty() ? sum.fallback : selected.fallback;
+  if (selected.requested != sum.backend || !why.empty()) {
+    detail.Add("requested_backend", selected.requested)
+        .Add("fallback", sum.backend)
+        .Add("fallback_reason", why);
+  }
+  if (sum.llm_requests > 0) detail.Add("llm_requests", sum.llm_requests);
+  return detail;
 }
 
 // Stores `record` with its audit event in one transaction; returns it as stored.
@@ -61,6 +75,7 @@ Result<SummarizeOutcome> SummarizationService::Summarize(const SummarizeRequest&
 void SummarizationService::Compact(SummarizeRequest request, Done<SummarizeOutcome> done) {
   request.force = true;
   if (request.reason.empty()) request.reason = "forced";
+  if (request.llm_budget.count() == 0) request.llm_budget = kCompactLlmBudget;
   RunOnWorker(deps_, [this, request = std::move(request), done = std::move(done)] {
     const int64_t started = NowSteadyMs();
     Result<SummarizeOutcome> out = Summarize(request);
@@ -74,6 +89,7 @@ void SummarizationService::Compact(SummarizeRequest request, Done<SummarizeOutco
                                         .Add("tokens_before", out->tokens_before)
                                         .Add("tokens_after", out->tokens_after)
                                         .Add("backend", out->backend)
+                                        .Add("fallbacks", out->fallbacks)
                                         .Add("duration_ms", NowSteadyMs() - started)});
     }
     done(std::move(out));
@@ -91,8 +107,13 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
   options.leaf_chunk_tokens = std::clamp(SessionHistoryBudget(*cfg, *session) / 2, kMinChunkTokens,
                                          std::max(kMinChunkTokens, options.leaf_chunk_tokens));
   const MessageTokenCounter counter = CounterFor(*cfg, deps_.tokenizers, *session);
+  provider::ProviderOptions provider_options = provider_options_;
+  auto deadline = std::chrono::steady_clock::time_point::max();
+  if (request.llm_budget.count() > 0) {
+    deadline = std::chrono::steady_clock::now() + request.llm_budget;
+    provider_options.total_timeout = std::min(provider_options.total_timeout, request.llm_budget);
+  }
   SummarizeOutcome out;
-  out.backend = kBackend;
 
   Result<std::vector<SummaryRecord>> all = deps_.stores->summaries.List(id, false);
   if (!all.ok()) return all.status();
@@ -127,6 +148,13 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
                   std::to_string(uncovered_tokens) + " tokens uncovered)";
     return out;  // nothing worth a summary yet: no event, no write
   }
+  // Built only when there is work: an llm backend makes a provider client.
+  const SelectedBackend selected =
+      SelectSummaryBackend(*cfg, request.backend, provider_options, deadline);
+  out.backend = selected.requested;
+  if (!selected.fallback.empty()) {
+    spdlog::warn("summarization of {}: {}; using the extractive backend", id, selected.fallback);
+  }
   deps_.audit->Emit(AuditRecord{"summarization.started", "context", "allow", id,
                                 AuditDetail()
                                     .Add("job_id", request.job_id)
@@ -134,7 +162,7 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
                                     .Add("uncovered_messages", plan_input.size())
                                     .Add("uncovered_tokens", uncovered_tokens)
                                     .Add("leaf_chunks", chunks.size())
-                                    .Add("backend", kBackend)});
+                                    .Add("backend", selected.requested)});
 
   // Leaves, oldest first; each continues the one before it.
   for (const LeafChunk& c : chunks) {
@@ -142,11 +170,8 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     const int64_t first = plan_input[c.begin].seq, last = plan_input[c.end - 1].seq;
     Result<std::vector<StoredMessage>> rows = deps_.stores->messages.LoadRange(id, first, last);
     if (!rows.ok()) return rows.status();
-    ExtractiveOptions leaf_options;
-    leaf_options.target_tokens = options.leaf_target_tokens;
-    // The prior summary gives an LLM continuity; the extractive backend would only copy
-    // it (it stays in the context on its own), so it gets none.
-    ExtractiveSummary sum = SummarizeMessages(*rows, "", leaf_options, counter);
+    // The prior summary gives an llm continuity (the extractive backend ignores it).
+    BackendSummary sum = selected.backend->Leaf(*rows, prior, options.leaf_target_tokens, counter);
     if (!sum.Shrinks()) {
       out.stopped = "summary of seqs " + std::to_string(first) + ".." + std::to_string(last) +
                     " is not smaller than its " + std::to_string(sum.source_tokens) + " tokens";
@@ -164,18 +189,18 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     record.descendant_count = static_cast<int64_t>(rows->size());
     record.artifacts_json = ArtifactsToJson(sum.artifacts);
     record.created_at_ms = deps_.clock->NowMs();
-    Result<SummaryRecord> stored = Store(deps_, record,
-                                         AuditDetail()
-                                             .Add("job_id", request.job_id)
-                                             .Add("depth", 0)
-                                             .Add("first_seq", first)
-                                             .Add("last_seq", last)
-                                             .Add("messages", rows->size())
-                                             .Add("tokens_before", sum.source_tokens)
-                                             .Add("tokens_after", sum.tokens)
-                                             .Add("backend", kBackend)
-                                             .Add("duration_ms", NowSteadyMs() - started));
+    AuditDetail detail;
+    detail.Add("job_id", request.job_id)
+        .Add("depth", 0)
+        .Add("first_seq", first)
+        .Add("last_seq", last)
+        .Add("messages", rows->size())
+        .Add("tokens_before", sum.source_tokens)
+        .Add("tokens_after", sum.tokens);
+    AddBackend(detail, selected, sum).Add("duration_ms", NowSteadyMs() - started);
+    Result<SummaryRecord> stored = Store(deps_, record, std::move(detail));
     if (!stored.ok()) return stored.status();
+    if (!sum.fallback.empty()) ++out.fallbacks;
     ++out.leaves;
     out.messages_covered += static_cast<int64_t>(rows->size());
     out.tokens_before += sum.source_tokens;
@@ -211,9 +236,8 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
       record.descendant_count += it->descendant_count;
       record.child_ids.push_back(child_id);
     }
-    ExtractiveOptions condensed_options;
-    condensed_options.target_tokens = options.condensed_target_tokens;
-    ExtractiveSummary sum = CondenseSummaries(children, condensed_options, counter);
+    BackendSummary sum =
+        selected.backend->Condense(children, options.condensed_target_tokens, counter);
     if (!sum.Shrinks()) {
       out.stopped = "condensing " + std::to_string(ids.size()) + " summaries at depth " +
                     std::to_string(record.depth - 1) + " would not make them smaller";
@@ -223,18 +247,18 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     record.tokens = sum.tokens;
     record.artifacts_json = ArtifactsToJson(sum.artifacts);
     record.created_at_ms = deps_.clock->NowMs();
-    Result<SummaryRecord> stored = Store(deps_, record,
-                                         AuditDetail()
-                                             .Add("job_id", request.job_id)
-                                             .Add("depth", record.depth)
-                                             .Add("first_seq", record.first_seq)
-                                             .Add("last_seq", record.last_seq)
-                                             .Add("children", ids.size())
-                                             .Add("tokens_before", sum.source_tokens)
-                                             .Add("tokens_after", sum.tokens)
-                                             .Add("backend", kBackend)
-                                             .Add("duration_ms", NowSteadyMs() - started));
+    AuditDetail detail;
+    detail.Add("job_id", request.job_id)
+        .Add("depth", record.depth)
+        .Add("first_seq", record.first_seq)
+        .Add("last_seq", record.last_seq)
+        .Add("children", ids.size())
+        .Add("tokens_before", sum.source_tokens)
+        .Add("tokens_after", sum.tokens);
+    AddBackend(detail, selected, sum).Add("duration_ms", NowSteadyMs() - started);
+    Result<SummaryRecord> stored = Store(deps_, record, std::move(detail));
     if (!stored.ok()) return stored.status();
+    if (!sum.fallback.empty()) ++out.fallbacks;
     ++out.condensed;
     out.summary_ids.push_back(stored->id);
   }

@@ -1,6 +1,8 @@
 // SummarizationService: summarizes a session's older history (DESIGN.md §5). One run plans
 // leaf chunks over the uncovered history outside the fresh tail (core/summary_plan.h),
-// summarizes each chunk (the extractive backend: core/extractive_summarizer.h), commits
+// summarizes each chunk with the configured backend (context.summarizer.backend:
+// daemon/service/summary_backend.h; an llm backend that fails falls back to the extractive
+// one per summary, and the audit event says so), commits
 // each summary with its coverage and its audit event in one transaction, then condenses
 // while some depth has condensed_fanout summaries without a parent. Source messages are
 // never deleted or changed. A summary that is not smaller than what it replaces is not
@@ -12,15 +14,18 @@
 // twice); different sessions run in parallel. Thread-safe.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
 #include "core/summary_plan.h"
+#include "daemon/provider/provider_client.h"
 #include "daemon/service/service_deps.h"
 
 namespace missy {
@@ -30,10 +35,18 @@ struct SummarizeRequest {
   bool force = false;  // also a trailing chunk however small (forced compaction)
   std::string reason;  // "threshold", "context_length_exceeded", ... (audit)
   int64_t job_id = 0;  // the job being run (0: none)
+  // The llm backend starts no request after this long; later chunks are summarized
+  // extractively (0: no limit). Forced compaction sets kCompactLlmBudget.
+  std::chrono::milliseconds llm_budget{0};
+  std::string backend;  // "extractive" | "llm" instead of context.summarizer.backend ("": as set)
 };
 
+// How long forced compaction waits for an llm at most (plus one request in flight).
+inline constexpr std::chrono::milliseconds kCompactLlmBudget{30000};
+
 struct SummarizeOutcome {
-  std::string backend = "extractive";
+  std::string backend = "extractive";    // the configured backend of the run
+  int64_t fallbacks = 0;                 // summaries the llm backend left to the extractive one
   int64_t leaves = 0;                    // leaf summaries stored
   int64_t condensed = 0;                 // condensed summaries stored
   int64_t messages_covered = 0;          // by the new leaves
@@ -45,7 +58,10 @@ struct SummarizeOutcome {
 
 class SummarizationService {
  public:
-  explicit SummarizationService(const ServiceDeps& deps) : deps_(deps) {}
+  // `provider_options`: how the llm backend's client connects, times out and retries.
+  explicit SummarizationService(const ServiceDeps& deps,
+                                provider::ProviderOptions provider_options = {})
+      : deps_(deps), provider_options_(std::move(provider_options)) {}
 
   // kNotFound for an unknown session; storage errors as they come. Nothing to do is a
   // success with zero leaves.
@@ -59,6 +75,7 @@ class SummarizationService {
   Result<SummarizeOutcome> SummarizeLocked(const SummarizeRequest& request);
 
   ServiceDeps deps_;
+  provider::ProviderOptions provider_options_;
   std::mutex mu_;
   std::condition_variable idle_;
   std::unordered_set<std::string> running_;  // sessions being summarized
