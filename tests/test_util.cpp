@@ -1,11 +1,15 @@
 #include "test_util.h"
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <boost/json/parse.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include "core/message_json.h"
 
 namespace missy::testing {
 
@@ -43,6 +47,27 @@ std::string TrajectoryPath(const std::string& name) {
   std::filesystem::path p =
       std::filesystem::path(MISSY_SOURCE_DIR).parent_path() / "shared/data/trajectories" / name;
   return std::filesystem::exists(p) ? p.string() : std::string();
+}
+
+std::vector<Message> LoadTrajectory(const std::string& path) {
+  std::vector<Message> out;
+  std::ifstream f(path);
+  std::string line;
+  size_t n = 0;
+  while (std::getline(f, line)) {
+    ++n;
+    if (line.empty()) continue;
+    boost::system::error_code ec;
+    boost::json::value v = boost::json::parse(line, ec);
+    Result<Message> m = ec ? Result<Message>(Status::InvalidArgument(ec.message()))
+                           : ParseMessage(v, "line " + std::to_string(n));
+    if (!m.ok()) {
+      ADD_FAILURE() << path << ":" << n << ": " << m.status().ToString();
+      continue;
+    }
+    out.push_back(std::move(*m));
+  }
+  return out;
 }
 
 }  // namespace missy::testing

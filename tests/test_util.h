@@ -2,6 +2,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include "core/message.h"
 
 namespace missy::testing {
 
@@ -26,5 +29,8 @@ void WriteFileOrDie(const std::string& path, const std::string& content);
 std::string TestDataPath(const std::string& name);
 // Path of ../shared/data/trajectories/<name> next to the repository (empty if absent).
 std::string TrajectoryPath(const std::string& name);
+// The messages of a trajectory file (one OpenAI-shaped message per line); a line that
+// does not parse is a test failure naming the file and line.
+std::vector<Message> LoadTrajectory(const std::string& path);
 
 }  // namespace missy::testing

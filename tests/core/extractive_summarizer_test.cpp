@@ -18,6 +18,7 @@
 #include "core/summary_text.h"
 #include "core/tool_arguments.h"
 #include "core/utf8.h"
+#include "test_util.h"
 
 namespace missy {
 namespace {
@@ -547,18 +548,6 @@ TEST(ExtractiveSummary, Deterministic) {
 // independently of the module: string values of path-like argument keys, and tokens of
 // shell commands that contain a '/' or end in a dotted extension of 1-5 letters.
 
-std::vector<Message> LoadTrajectory(const std::string& path) {
-  std::vector<Message> out;
-  std::ifstream f(path);
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.empty()) continue;
-    Result<Message> m = ParseMessage(boost::json::parse(line), "line");
-    if (m.ok()) out.push_back(std::move(*m));
-  }
-  return out;
-}
-
 void ReferencePaths(const boost::json::value& v, std::string_view key, std::set<std::string>& out) {
   if (v.is_string()) {
     const std::string s(v.get_string());
@@ -615,7 +604,7 @@ TEST(ExtractiveReplay, PathsAndTaskSurviveInTheSummaries) {
   const MessageTokenCounter counter = Heuristic();
   for (const auto& file : files) {
     SCOPED_TRACE(file.filename().string());
-    const auto msgs = Stored(LoadTrajectory(file.string()));
+    const auto msgs = Stored(testing::LoadTrajectory(file.string()));
     std::set<std::string> reference;
     std::string task;
     for (const StoredMessage& m : msgs) {

@@ -22,23 +22,6 @@
 namespace missy {
 namespace {
 
-std::vector<Message> LoadTrajectory(const std::string& path) {
-  std::vector<Message> out;
-  std::ifstream f(path);
-  std::string line;
-  size_t n = 0;
-  while (std::getline(f, line)) {
-    if (line.empty()) continue;
-    Result<Message> m = ParseMessage(boost::json::parse(line), "line " + std::to_string(++n));
-    if (!m.ok()) {
-      ADD_FAILURE() << path << ": " << m.status().ToString();
-      continue;
-    }
-    out.push_back(std::move(*m));
-  }
-  return out;
-}
-
 std::vector<Message> SyntheticSession(int turns) {
   std::mt19937_64 rng(500);
   std::vector<Message> out;
@@ -165,7 +148,7 @@ TEST(ReplayTest, RealTrajectoriesAt30kTokens) {
   ASSERT_GE(files.size(), 6u);
   int total_contexts = 0;
   for (const std::string& f : files) {
-    std::vector<Message> messages = LoadTrajectory((dir / f).string());
+    std::vector<Message> messages = testing::LoadTrajectory((dir / f).string());
     ASSERT_FALSE(messages.empty()) << f;
     ReplayStats s = Replay(f, messages);
     total_contexts += s.contexts;
@@ -187,7 +170,7 @@ TEST(ReplayTest, AnchoredEvictionKeepsPrefixesStable) {
   if (files.empty()) GTEST_SKIP() << "no trajectories";
   int pairs = 0, identical = 0;
   for (const std::string& f : files) {
-    ReplayStats s = Replay(f + " (anchored)", LoadTrajectory((dir / f).string()), true);
+    ReplayStats s = Replay(f + " (anchored)", testing::LoadTrajectory((dir / f).string()), true);
     pairs += s.contexts - 1;
     identical += s.identical;
   }

@@ -23,19 +23,6 @@
 namespace missy::testing {
 namespace {
 
-std::vector<Message> LoadTrajectory(const std::string& path) {
-  std::vector<Message> out;
-  std::ifstream f(path);
-  std::string line;
-  size_t n = 0;
-  while (std::getline(f, line)) {
-    if (line.empty()) continue;
-    Result<Message> m = ParseMessage(boost::json::parse(line), "line " + std::to_string(++n));
-    if (m.ok()) out.push_back(std::move(*m));
-  }
-  return out;
-}
-
 // An independent notion of "a file path": a token with a '/' or a known extension, ending
 // in an extension of 1-4 letters or digits (not the module's own rules).
 bool PathLike(std::string_view t) {
