@@ -39,7 +39,12 @@ std::vector<LeafChunk> PlanLeafChunks(std::span<const PlanMessage> uncovered,
 }
 
 std::vector<std::string> PlanCondensation(std::span<const PlanSummary> uncondensed,
-                                          const SummarizerOptions& options) {
+                                          const SummarizerOptions& options, int64_t room_tokens) {
+  if (room_tokens > 0) {
+    int64_t total = 0;
+    for (const PlanSummary& s : uncondensed) total += s.tokens;
+    if (total <= room_tokens) return {};
+  }
   const size_t fanout = static_cast<size_t>(std::max<int64_t>(2, options.condensed_fanout));
   std::map<int, std::vector<const PlanSummary*>> by_depth;
   for (const PlanSummary& s : uncondensed) by_depth[s.depth].push_back(&s);

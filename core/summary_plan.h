@@ -51,12 +51,16 @@ struct PlanSummary {
   std::string id;
   int depth = 0;
   int64_t first_seq = 0;
+  int64_t tokens = 0;
 };
 
 // The summaries to condense next (ids, oldest first): the oldest condensed_fanout of the
 // lowest depth that has at least that many without a parent; empty when none has.
-// `uncondensed` holds the summaries without a parent, in any order.
+// `uncondensed` holds the summaries without a parent, in any order. With room_tokens > 0,
+// nothing is condensed while they all fit in it together: a context can show them all,
+// and condensing would only lose detail (files, errors) for nothing.
 std::vector<std::string> PlanCondensation(std::span<const PlanSummary> uncondensed,
-                                          const SummarizerOptions& options);
+                                          const SummarizerOptions& options,
+                                          int64_t room_tokens = 0);
 
 }  // namespace missy

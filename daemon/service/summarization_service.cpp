@@ -106,6 +106,9 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
   SummarizerOptions options = cfg->summarizer;
   options.leaf_chunk_tokens = std::clamp(SessionHistoryBudget(*cfg, *session) / 2, kMinChunkTokens,
                                          std::max(kMinChunkTokens, options.leaf_chunk_tokens));
+  // Summaries are condensed only once those without a parent would take more than half the
+  // session's history budget: until then a context shows them all, with their detail.
+  const int64_t condense_room = SessionHistoryBudget(*cfg, *session) / 2;
   const MessageTokenCounter counter = CounterFor(*cfg, deps_.tokenizers, *session);
   provider::ProviderOptions provider_options = provider_options_;
   auto deadline = std::chrono::steady_clock::time_point::max();
@@ -139,9 +142,9 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
   const bool condense_due = [&] {
     std::vector<PlanSummary> plan;
     for (const SummaryRecord& s : *all) {
-      if (s.parent_id.empty()) plan.push_back({s.id, s.depth, s.first_seq});
+      if (s.parent_id.empty()) plan.push_back({s.id, s.depth, s.first_seq, s.tokens});
     }
-    return !PlanCondensation(plan, options).empty();
+    return !PlanCondensation(plan, options, condense_room).empty();
   }();
   if (chunks.empty() && !condense_due) {
     out.stopped = "not enough new history outside the fresh tail (" +
@@ -214,8 +217,8 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     Result<std::vector<SummaryRecord>> top = deps_.stores->summaries.List(id, true);
     if (!top.ok()) return top.status();
     std::vector<PlanSummary> plan;
-    for (const SummaryRecord& s : *top) plan.push_back({s.id, s.depth, s.first_seq});
-    const std::vector<std::string> ids = PlanCondensation(plan, options);
+    for (const SummaryRecord& s : *top) plan.push_back({s.id, s.depth, s.first_seq, s.tokens});
+    const std::vector<std::string> ids = PlanCondensation(plan, options, condense_room);
     if (ids.empty()) break;
     const int64_t started = NowSteadyMs();
     std::vector<ChildSummary> children;

@@ -75,6 +75,10 @@ TEST(SummaryPlanTest, CondensesTheOldestFanoutAtTheLowestFullDepth) {
   s.push_back({"d", 0, 30});
   s.push_back({"x", 1, 0});
   EXPECT_EQ(PlanCondensation(s, o), (std::vector<std::string>{"a", "b", "c", "d"}));
+  // While all of them fit the room, nothing is condensed.
+  for (PlanSummary& x : s) x.tokens = 1000;
+  EXPECT_TRUE(PlanCondensation(s, o, /*room_tokens=*/6000).empty());
+  EXPECT_EQ(PlanCondensation(s, o, /*room_tokens=*/5999).size(), 4u);
   std::vector<PlanSummary> upper = {
       {"p", 1, 1}, {"q", 1, 50}, {"r", 1, 90}, {"s", 1, 120}, {"t", 0, 200}};
   EXPECT_EQ(PlanCondensation(upper, o), (std::vector<std::string>{"p", "q", "r", "s"}));

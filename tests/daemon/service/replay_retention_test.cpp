@@ -167,6 +167,13 @@ TEST_F(ReplayRetentionTest, RealSessionsAt28kTokensKeepTheTaskFilesAndErrorsInVi
     size_t seen_named = 0, seen_errors = 0;
     for (const std::string& p : named) seen_named += text.find(p) != std::string::npos;
     for (const std::string& e : errors) seen_errors += text.find(e) != std::string::npos;
+    const size_t session_named = named.size() + errors.size();
+    if (session_named > 0) {  // the target: at least 95% still in view
+      EXPECT_GE(static_cast<double>(seen_named + seen_errors),
+                0.95 * static_cast<double>(session_named))
+          << id << ": " << seen_named << "/" << named.size() << " files, " << seen_errors << "/"
+          << errors.size() << " errors still in the last context";
+    }
     all_named += named.size() + errors.size();
     all_seen += seen_named + seen_errors;
     if (getenv("MISSY_RETENTION_DEBUG")) {

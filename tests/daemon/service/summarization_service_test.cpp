@@ -107,7 +107,19 @@ TEST_F(SummarizationTest, LeavesCoverTheHistoryOutsideTheTailOnceOnGroupBoundari
   EXPECT_GT(covered, leaves.back().last_seq);
 }
 
+TEST_F(SummarizationTest, LeavesThatFitHalfTheBudgetAreNotCondensed) {
+  ASSERT_TRUE(Create("f").ok());
+  ASSERT_TRUE(Append("f", Rounds(1, 60)).status.ok());
+  SetConfig([](DaemonConfig& c) { c.budget.total = 200000; });  // room for every leaf
+  Result<SummarizeOutcome> out = Run("f");
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_GE(out->leaves, 4);
+  EXPECT_EQ(out->condensed, 0);
+}
+
 TEST_F(SummarizationTest, FourLeavesAreCondensedIntoOneAtTheNextDepth) {
+  // A small budget: the leaves no longer fit half of it, so they are condensed.
+  SetConfig([](DaemonConfig& c) { c.budget.total = 12000; });
   ASSERT_TRUE(Create("c").ok());
   ASSERT_TRUE(Append("c", Rounds(1, 60)).status.ok());
   Result<SummarizeOutcome> out = Run("c");
