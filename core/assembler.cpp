@@ -29,7 +29,8 @@ std::string FormatIsoUtcSeconds(int64_t epoch_ms) {
 std::string SummaryHeader(const SummaryView& s) {
   return "[Conversation Summary — depth " + std::to_string(s.depth) + ", " +
          std::to_string(s.message_count) + " messages, covers " + FormatIsoUtcSeconds(s.start_ms) +
-         " to " + FormatIsoUtcSeconds(s.end_ms) + "]";
+         " to " + FormatIsoUtcSeconds(s.end_ms) +
+         (s.id.empty() ? "" : "; id " + s.id + ", originals via missy_recall") + "]";
 }
 
 std::string TaskHeader(int64_t seq) {

@@ -5,10 +5,11 @@
 //
 // Output order (Missy's): the enriched system message (base prompt + "## Relevant
 // Memory" + "## Past Learnings"; absent when all three are empty), one user message per
-// included summary ("[Conversation Summary — depth D, N messages, covers START to END]\n"
-// + text), the kept evictable history, the fresh tail, the new message. History is
-// sanitized first (core/sanitizer.h); long tool outputs are middle-out truncated (rule
-// 6) and pruned ones (kFlagPruned, sticky) sent as the placeholder, in the output only.
+// included summary ("[Conversation Summary — depth D, N messages, covers START to END;
+// id ID, originals via missy_recall]\n" + text), the kept evictable history, the fresh
+// tail, the new message. History is sanitized first (core/sanitizer.h); long tool outputs are
+// middle-out truncated (rule 6) and pruned ones (kFlagPruned, sticky) sent as the placeholder, in
+// the output only.
 //
 // What the caller persists afterwards: kFlagPruned on report.newly_pruned_seqs (so the
 // next request renders the same bytes), and, with cache-friendly eviction, the
@@ -153,7 +154,8 @@ Result<AssembledContext> AssembleContext(const ContextInput& input,
 
 // ISO-8601 UTC with second precision ("2026-11-21T16:34:47Z"), as in summary headers.
 std::string FormatIsoUtcSeconds(int64_t epoch_ms);
-// "[Conversation Summary — depth D, N messages, covers START to END]"
+// "[Conversation Summary — depth D, N messages, covers START to END; id ID, originals via
+// missy_recall]" (without "; id ..." when the view has no id)
 std::string SummaryHeader(const SummaryView& s);
 // "[Session task — message N, pinned]": the line before a pinned task's text.
 std::string TaskHeader(int64_t seq);

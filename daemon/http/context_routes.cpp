@@ -1,7 +1,8 @@
-// /v1/sessions/{id}/context, /v1/sessions/{id}/usage
+// /v1/sessions/{id}/context, /compact, /recall, /usage
 #include "core/context_report_json.h"
 #include "core/message_json.h"
 #include "daemon/http/api.h"
+#include "daemon/http/encode.h"
 #include "daemon/service/services.h"
 
 namespace missy::http {
@@ -93,6 +94,46 @@ void Api::AddContextRoutes() {
         answer["compaction"] = std::move(compaction);
         call->Reply(200, std::move(answer));
       });
+    });
+  });
+
+  // Recall: the originals behind summaries, by query or by summary id (docs/API.md).
+  router_.Add("POST", "/v1/sessions/{session_id}/recall", [&s](const std::shared_ptr<Call>& call) {
+    const std::string id = call->params[0];
+    Result<json::object> body = ParseBody(call->request.body, /*empty_ok=*/false);
+    if (!body.ok()) return call->Fail(body.status(), id);
+    RecallRequest request;
+    request.session_id = id;
+    Status st = CheckKnownKeys(*body, {"query", "summary_id", "max_tokens", "after_seq"});
+    if (st.ok()) st = OptString(*body, "query", request.query);
+    if (st.ok()) st = OptString(*body, "summary_id", request.summary_id);
+    if (st.ok()) {
+      st = OptInt(*body, "max_tokens", 1, RecallService::kMaxTokensLimit, request.max_tokens);
+    }
+    if (st.ok()) st = OptInt(*body, "after_seq", 0, int64_t{1} << 62, request.after_seq);
+    if (!st.ok()) return call->Fail(st, id);
+    const RecallRequest echo{id, request.query, request.summary_id, request.max_tokens, 0};
+    s.recall.Recall(std::move(request), [call, echo](Result<RecallOutcome> out) {
+      if (!out.ok()) return call->Fail(out.status(), echo.session_id);
+      json::array messages, summaries;
+      for (const RecalledMessage& m : out->messages) {
+        json::object o = StoredMessageToJson(m.message);
+        if (m.truncated) o["truncated"] = true;
+        messages.push_back(std::move(o));
+      }
+      for (const SummaryRecord& r : out->summaries) summaries.push_back(SummaryToJson(r));
+      json::object answer{{"session_id", echo.session_id}};
+      if (!echo.query.empty()) answer["query"] = echo.query;
+      if (!echo.summary_id.empty()) answer["summary_id"] = echo.summary_id;
+      answer["messages"] = std::move(messages);
+      answer["summaries"] = std::move(summaries);
+      answer["tokens"] = out->tokens;
+      answer["max_tokens"] = echo.max_tokens;
+      answer["truncated"] = out->truncated;
+      answer["next_after_seq"] =
+          out->next_after_seq > 0 ? json::value(out->next_after_seq) : json::value(nullptr);
+      answer["text"] = out->text;
+      call->Reply(200, std::move(answer));
     });
   });
 

@@ -10,12 +10,14 @@
 #include "daemon/service/issued_contexts.h"
 #include "daemon/service/memory_hits_cache.h"
 #include "daemon/service/memory_service.h"
+#include "daemon/service/recall_service.h"
 #include "daemon/service/service_deps.h"
 #include "daemon/service/session_queue.h"
 #include "daemon/service/session_service.h"
 #include "daemon/service/summarization_service.h"
 #include "daemon/service/summarization_worker.h"
 #include "daemon/service/summary_service.h"
+#include "daemon/service/summary_trigger.h"
 #include "daemon/service/usage_service.h"
 #include "daemon/service/worker_pool.h"
 #include "storage/database.h"
@@ -27,11 +29,13 @@ struct Services {
                     size_t history_cache_bytes = HistoryCache::kDefaultMaxBytes)
       : deps(WithShared(d, &workers, &memory_hits, [this] { summarizer.Notify(); })),
         history(history_cache_bytes),
-        sessions(deps, history, queue),
+        trigger(deps),
+        sessions(deps, history, queue, &trigger),
         context(deps, history, queue, issued),
         usage(deps, queue, issued),
         memory(deps),
         summaries(deps),
+        recall(deps),
         summarization(deps),
         summarizer(deps, summarization),
         admin(deps, history) {
@@ -55,11 +59,13 @@ struct Services {
   HistoryCache history;
   SessionQueue queue;
   IssuedContexts issued;
+  SummaryTrigger trigger;
   SessionService sessions;
   ContextService context;
   UsageService usage;
   MemoryService memory;
   SummaryService summaries;
+  RecallService recall;
   SummarizationService summarization;
   // Runs summarization jobs on its own thread once started (missyd starts it; tests
   // that want background summarization call summarizer.Start()).

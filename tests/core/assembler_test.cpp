@@ -52,7 +52,7 @@ TEST(AssemblerTest, EverythingFitsInMissyOrder) {
   EXPECT_EQ(ctx->messages[0].role, Role::kSystem);
   EXPECT_EQ(ctx->messages[1].text,
             "[Conversation Summary — depth 0, 12 messages, covers 2023-11-14T22:13:20Z to "
-            "2023-11-14T22:14:20Z]\nearlier work");
+            "2023-11-14T22:14:20Z; id sum_1, originals via missy_recall]\nearlier work");
   EXPECT_EQ(Shape(std::vector<Message>(ctx->messages.begin() + 2, ctx->messages.end())),
             "u aTC(A) t(A) a u a u");
   EXPECT_EQ(ctx->messages.back().text, "next");

@@ -70,6 +70,7 @@ TEST(ApiRouteListTest, EveryRegisteredRouteIsCoveredHere) {
       "POST /v1/sessions/{session_id}/compact",
       "POST /v1/sessions/{session_id}/context",
       "POST /v1/sessions/{session_id}/messages",
+      "POST /v1/sessions/{session_id}/recall",
       "POST /v1/sessions/{session_id}/usage",
   };
   std::set<std::string> registered;
