@@ -23,6 +23,10 @@ struct Session {
   // The first kept seq of the session's last context (0: none yet), persisted so that a
   // restarted daemon rebuilds the same prompt-cache-stable prefix (EvictionOptions).
   int64_t anchor_seq = 0;
+  // Which summarizer this session's history gets ("": context.summarizer's), and the
+  // providers.<name> its llm backend calls ("": context.summarizer.provider's).
+  std::string summarizer_backend;
+  std::string summarizer_provider;
 };
 
 }  // namespace missy

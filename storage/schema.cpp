@@ -213,11 +213,17 @@ CREATE TABLE outbox_cursors (
 );
 )sql";
 
+// Version 6: the summarizer chosen per session (backend and provider; '' = configured).
+constexpr std::string_view kMigration6 = R"sql(
+ALTER TABLE sessions ADD COLUMN summarizer_backend TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN summarizer_provider TEXT NOT NULL DEFAULT '';
+)sql";
+
 }  // namespace
 
 const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> kMigrations = {kMigration1, kMigration2, kMigration3,
-                                                            kMigration4, kMigration5};
+                                                            kMigration4, kMigration5, kMigration6};
   return kMigrations;
 }
 

@@ -13,7 +13,8 @@ using sqlite::Statement;
 
 const char kColumns[] =
     "id, model, system_prompt, tools_json, metadata_json, context_window, strict, created_at_ms, "
-    "updated_at_ms, message_count, total_tokens, last_seq, anchor_seq";
+    "updated_at_ms, message_count, total_tokens, last_seq, anchor_seq, summarizer_backend, "
+    "summarizer_provider";
 
 Session FromRow(const Statement& s) {
   Session out;
@@ -30,6 +31,8 @@ Session FromRow(const Statement& s) {
   out.total_tokens = s.Int(10);
   out.last_seq = s.Int(11);
   out.anchor_seq = s.Int(12);
+  out.summarizer_backend = s.Text(13);
+  out.summarizer_provider = s.Text(14);
   return out;
 }
 
@@ -52,8 +55,9 @@ Status SessionStore::Create(Txn& txn, const Session& session) {
   Connection& c = txn.conn();
   MISSY_ASSIGN_STMT(insert, c,
                     "INSERT INTO sessions (id, model, system_prompt, tools_json, metadata_json, "
-                    "context_window, strict, created_at_ms, updated_at_ms, anchor_seq) "
-                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (id) DO NOTHING");
+                    "context_window, strict, created_at_ms, updated_at_ms, anchor_seq, "
+                    "summarizer_backend, summarizer_provider) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+                    "?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT (id) DO NOTHING");
   insert.Bind(1, session.id)
       .Bind(2, session.model)
       .Bind(3, session.system_prompt)
@@ -63,7 +67,9 @@ Status SessionStore::Create(Txn& txn, const Session& session) {
       .Bind(7, session.strict ? 1 : 0)
       .Bind(8, session.created_at_ms)
       .Bind(9, session.updated_at_ms != 0 ? session.updated_at_ms : session.created_at_ms)
-      .Bind(10, session.anchor_seq);
+      .Bind(10, session.anchor_seq)
+      .Bind(11, session.summarizer_backend)
+      .Bind(12, session.summarizer_provider);
   MISSY_RETURN_IF_ERROR(insert.Run("create session '" + session.id + "'"));
   if (c.Changes() == 0) {
     return Status::AlreadyExists("session '" + session.id + "' already exists", "id");

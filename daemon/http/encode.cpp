@@ -34,6 +34,12 @@ json::object SessionToJson(const Session& s) {
       {"message_count", s.message_count},
       {"total_tokens", s.total_tokens},
       {"last_seq", s.last_seq},
+      {"summarizer", json::object{{"backend", s.summarizer_backend.empty()
+                                                  ? json::value(nullptr)
+                                                  : json::value(s.summarizer_backend)},
+                                  {"provider", s.summarizer_provider.empty()
+                                                   ? json::value(nullptr)
+                                                   : json::value(s.summarizer_provider)}}},
   };
 }
 

@@ -20,7 +20,8 @@ json::array WarningsJson(const std::vector<AppendWarning>& warnings) {
 
 Status ParseSession(const json::object& o, Session& session, std::optional<bool>& strict) {
   MISSY_RETURN_IF_ERROR(CheckKnownKeys(
-      o, {"id", "model", "system_prompt", "tools", "metadata", "context_window", "strict"}));
+      o, {"id", "model", "system_prompt", "tools", "metadata", "context_window", "strict",
+          "summarizer"}));
   MISSY_RETURN_IF_ERROR(OptString(o, "id", session.id));
   if (o.contains("id") && !ValidSessionId(session.id)) {
     return Status::InvalidArgument("session id must be 1-128 characters of [A-Za-z0-9._:-]", "id");
@@ -44,6 +45,16 @@ Status ParseSession(const json::object& o, Session& session, std::optional<bool>
     session.metadata_json = json::serialize(*meta);
   }
   MISSY_RETURN_IF_ERROR(OptInt(o, "context_window", 1, int64_t{1} << 40, session.context_window));
+  if (const json::value* sum = o.if_contains("summarizer"); sum && !sum->is_null()) {
+    if (!sum->is_object()) {
+      return Status::InvalidArgument("expected an object {backend, provider}", "summarizer");
+    }
+    const json::object& so = sum->get_object();
+    Status st = CheckKnownKeys(so, {"backend", "provider"});
+    if (st.ok()) st = OptString(so, "backend", session.summarizer_backend);
+    if (st.ok()) st = OptString(so, "provider", session.summarizer_provider);
+    if (!st.ok()) return Status::InvalidArgument(st.message(), "summarizer." + st.field());
+  }
   return OptBool(o, "strict", strict);
 }
 

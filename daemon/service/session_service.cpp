@@ -11,6 +11,7 @@
 #include "daemon/service/history_loader.h"
 #include "daemon/service/ports.h"
 #include "daemon/service/session_queue.h"
+#include "daemon/service/summary_trigger.h"
 #include "storage/database.h"
 #include "storage/stores.h"
 
@@ -51,8 +52,9 @@ bool ValidSessionId(std::string_view id) {
   return true;
 }
 
-SessionService::SessionService(const ServiceDeps& deps, HistoryCache& history, SessionQueue& queue)
-    : deps_(deps), history_(history), queue_(queue) {}
+SessionService::SessionService(const ServiceDeps& deps, HistoryCache& history, SessionQueue& queue,
+                               SummaryTrigger* trigger)
+    : deps_(deps), history_(history), queue_(queue), trigger_(trigger) {}
 
 void SessionService::Create(Session session, std::optional<bool> strict, Done<Session> done) {
   if (session.id.empty()) session.id = "ses_" + deps_.ids->NewId();
@@ -60,7 +62,23 @@ void SessionService::Create(Session session, std::optional<bool> strict, Done<Se
     return done(
         Status::InvalidArgument("session id must be 1-128 characters of [A-Za-z0-9._:-]", "id"));
   }
-  session.strict = strict.value_or(deps_.config->Get()->strict);
+  auto config = deps_.config->Get();
+  if (!session.summarizer_backend.empty() && session.summarizer_backend != "extractive" &&
+      session.summarizer_backend != "llm") {
+    return done(Status::InvalidArgument(
+        "unknown summarizer backend '" + session.summarizer_backend + "' (extractive or llm)",
+        "summarizer.backend"));
+  }
+  if (!session.summarizer_provider.empty() &&
+      config->providers.count(session.summarizer_provider) == 0) {
+    std::string known;
+    for (const auto& [name, p] : config->providers) known += (known.empty() ? "" : ", ") + name;
+    return done(Status::InvalidArgument("no provider '" + session.summarizer_provider +
+                                            "' under providers (configured: " +
+                                            (known.empty() ? "none" : known) + ")",
+                                        "summarizer.provider"));
+  }
+  session.strict = strict.value_or(config->strict);
   session.created_at_ms = session.updated_at_ms = deps_.clock->NowMs();
   auto stored = std::make_shared<Session>(std::move(session));
   CommitAsync(
@@ -216,6 +234,7 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
           Result<Session> after = Get(id);  // before the next append of the session starts
           RunOnWorker(deps_, release);      // the next task runs beside this answer
           if (!after.ok()) return state->done(Failed(after.status()));
+          if (trigger_ != nullptr) trigger_->Appended(*after);
           out.session = std::move(*after);
           state->done(std::move(out));
         });

@@ -21,6 +21,8 @@
 
 namespace missy {
 
+class SummaryTrigger;
+
 class HistoryCache;
 class SessionQueue;
 
@@ -50,7 +52,9 @@ class SessionService {
  public:
   static constexpr size_t kMaxBatch = 10000;
 
-  SessionService(const ServiceDeps& deps, HistoryCache& history, SessionQueue& queue);
+  // `trigger` (may be null) is told of every append: it queues summarization jobs.
+  SessionService(const ServiceDeps& deps, HistoryCache& history, SessionQueue& queue,
+                 SummaryTrigger* trigger = nullptr);
 
   // Creates a session: an empty id gets "ses_" + a new id; `strict` unset takes the
   // config's default; timestamps from the clock. kAlreadyExists on a duplicate id.
@@ -66,6 +70,7 @@ class SessionService {
   ServiceDeps deps_;
   HistoryCache& history_;
   SessionQueue& queue_;
+  SummaryTrigger* trigger_;
 };
 
 // A session id is 1-128 characters of [A-Za-z0-9._:-].

@@ -57,6 +57,15 @@ Result<SummaryRecord> Store(const ServiceDeps& deps, const SummaryRecord& record
 
 }  // namespace
 
+SummarizerOptions SessionSummarizerOptions(const DaemonConfig& config, const Session& session) {
+  // A leaf chunk is at most leaf_chunk_tokens, and at most half the session's history
+  // budget: summarizing must make room in contexts of that budget, whatever its size.
+  SummarizerOptions options = config.summarizer;
+  options.leaf_chunk_tokens = std::clamp(SessionHistoryBudget(config, session) / 2, kMinChunkTokens,
+                                         std::max(kMinChunkTokens, options.leaf_chunk_tokens));
+  return options;
+}
+
 Result<SummarizeOutcome> SummarizationService::Summarize(const SummarizeRequest& request) {
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -101,11 +110,7 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
   Result<Session> session = deps_.stores->sessions.Get(id);
   if (!session.ok()) return session.status();
   auto cfg = deps_.config->Get();
-  // A leaf chunk is at most leaf_chunk_tokens, and at most half the session's history
-  // budget: summarizing must make room in contexts of that budget, whatever its size.
-  SummarizerOptions options = cfg->summarizer;
-  options.leaf_chunk_tokens = std::clamp(SessionHistoryBudget(*cfg, *session) / 2, kMinChunkTokens,
-                                         std::max(kMinChunkTokens, options.leaf_chunk_tokens));
+  const SummarizerOptions options = SessionSummarizerOptions(*cfg, *session);
   // Summaries are condensed only once those without a parent would take more than half the
   // session's history budget: until then a context shows them all, with their detail.
   const int64_t condense_room = SessionHistoryBudget(*cfg, *session) / 2;
@@ -153,7 +158,9 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
   }
   // Built only when there is work: an llm backend makes a provider client.
   const SelectedBackend selected =
-      SelectSummaryBackend(*cfg, request.backend, provider_options, deadline);
+      SelectSummaryBackend(*cfg,
+                           !request.backend.empty() ? request.backend : session->summarizer_backend,
+                           session->summarizer_provider, provider_options, deadline);
   out.backend = selected.requested;
   if (!selected.fallback.empty()) {
     spdlog::warn("summarization of {}: {}; using the extractive backend", id, selected.fallback);

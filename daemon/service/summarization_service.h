@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/session.h"
 #include "core/status.h"
 #include "core/summary_plan.h"
 #include "daemon/provider/provider_client.h"
@@ -55,6 +56,10 @@ struct SummarizeOutcome {
   std::vector<std::string> summary_ids;  // stored, in order
   std::string stopped;                   // why the run stopped early ("" when it did not)
 };
+
+// The summarizer options in force for `session`: context.summarizer, with leaf chunks of
+// at most half the session's history budget (summarizing must make room in its contexts).
+SummarizerOptions SessionSummarizerOptions(const DaemonConfig& config, const Session& session);
 
 class SummarizationService {
  public:

@@ -329,6 +329,7 @@ BackendSummary LlmBackend::Condense(std::span<const ChildSummary> children, int6
 // Selection
 
 SelectedBackend SelectSummaryBackend(const DaemonConfig& config, std::string_view backend_override,
+                                     std::string_view provider_override,
                                      const provider::ProviderOptions& provider_options,
                                      SteadyClock::time_point deadline) {
   SelectedBackend out;
@@ -339,7 +340,9 @@ SelectedBackend SelectSummaryBackend(const DaemonConfig& config, std::string_vie
     out.backend = std::make_unique<ExtractiveBackend>();
     return out;
   }
-  auto selected = provider::SelectProvider(config, config.summarizer_backend.provider);
+  auto selected = provider::SelectProvider(
+      config, provider_override.empty() ? std::string_view(config.summarizer_backend.provider)
+                                        : provider_override);
   Result<std::unique_ptr<provider::ProviderClient>> client =
       selected.ok()
           ? provider::MakeProviderClient(selected->first, selected->second, provider_options)

@@ -126,10 +126,11 @@ struct SelectedBackend {
   std::string fallback;   // why the llm backend could not be built (extractive is used)
 };
 // Never fails: a provider that cannot be built gives the extractive backend with the
-// reason. `deadline` bounds the llm path (forced compaction).
+// reason. The overrides (a session's choice) replace context.summarizer.backend and
+// .provider when not empty. `deadline` bounds the llm path (forced compaction).
 SelectedBackend SelectSummaryBackend(
     const DaemonConfig& config, std::string_view backend_override,
-    const provider::ProviderOptions& provider_options,
+    std::string_view provider_override, const provider::ProviderOptions& provider_options,
     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
 
 }  // namespace missy

@@ -104,13 +104,15 @@ TEST(SchemaTest, MigratesAVersion4DatabaseToVersion5KeepingItsData) {
   }
   auto db = OpenDbOrDie(path);
   ASSERT_TRUE(db);
-  EXPECT_EQ(db.db->SchemaVersion(), 5);
+  EXPECT_EQ(db.db->SchemaVersion(), 6);
   auto session = db->sessions.Get("old");
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   EXPECT_EQ(session->model, "gpt-4o");
   EXPECT_EQ(session->message_count, 2);
   EXPECT_EQ(session->total_tokens, 9);
-  EXPECT_EQ(session->anchor_seq, 0);  // the new column's default
+  EXPECT_EQ(session->anchor_seq, 0);  // the new columns' defaults
+  EXPECT_EQ(session->summarizer_backend, "");
+  EXPECT_EQ(session->summarizer_provider, "");
   auto msgs = db->messages.Load("old");
   ASSERT_TRUE(msgs.ok());
   ASSERT_EQ(msgs->size(), 2u);

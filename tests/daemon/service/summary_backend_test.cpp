@@ -332,5 +332,56 @@ TEST_F(LlmSummarizationTest, AnUnusableProviderMeansTheExtractiveBackend) {
   EXPECT_TRUE(server.requests().empty());
 }
 
+// The session's choice: configured extractive, one session asks for the llm on provider
+// "local"; another session keeps the configured backend. Bad choices are refused by name.
+TEST_F(LlmSummarizationTest, ASessionChoosesItsOwnBackendAndProvider) {
+  std::vector<Reply> script(16, Json(200, OpenAiAnswer("checkpoint: per session")));
+  FakeProviderServer server(script);
+  UseLlm(server);
+  SetConfig([&](DaemonConfig& c) {
+    c.summarizer_backend.backend = "extractive";
+    c.summarizer_backend.provider = "";
+    c.default_provider = "";
+  });
+  Session chooser;
+  chooser.id = "llm-session";
+  chooser.summarizer_backend = "llm";
+  chooser.summarizer_provider = "local";
+  ASSERT_TRUE(Create(chooser).ok());
+  ASSERT_TRUE(Create("plain").ok());
+  ASSERT_TRUE(Append("llm-session", Rounds(20)).status.ok());
+  ASSERT_TRUE(Append("plain", Rounds(20)).status.ok());
+  Result<SummarizeOutcome> chosen = Run("llm-session");
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  EXPECT_EQ(chosen->backend, "llm");
+  EXPECT_EQ(chosen->fallbacks, 0);
+  const size_t requests = server.requests().size();
+  EXPECT_GE(requests, 1u);
+  Result<SummarizeOutcome> plain = Run("plain");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->backend, "extractive");
+  EXPECT_EQ(server.requests().size(), requests);  // the other session made no llm call
+
+  Session bad_backend;
+  bad_backend.id = "b1";
+  bad_backend.summarizer_backend = "fast";
+  Result<Session> r1 = Create(bad_backend);
+  ASSERT_FALSE(r1.ok());
+  EXPECT_EQ(r1.status().field(), "summarizer.backend");
+  Session bad_provider;
+  bad_provider.id = "b2";
+  bad_provider.summarizer_provider = "nope";
+  Result<Session> r2 = Create(bad_provider);
+  ASSERT_FALSE(r2.ok());
+  EXPECT_EQ(r2.status().field(), "summarizer.provider");
+  EXPECT_TRUE(Has(r2.status().message(), "configured: local")) << r2.status().message();
+  // Kept across a restart.
+  Reopen();
+  Result<Session> again = stores_->sessions.Get("llm-session");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->summarizer_backend, "llm");
+  EXPECT_EQ(again->summarizer_provider, "local");
+}
+
 }  // namespace
 }  // namespace missy::testing
