@@ -468,24 +468,36 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
   }
 
   // 8. Summaries, oldest first; skip (do not stop at) one that does not fit (rule 2).
+  // While the eviction anchor holds (step 9), only summaries of something before it are
+  // shown: a summary of messages the context still shows raw waits for the next eviction, so a
+  // new summary changes the prefix only when eviction changes it anyway (one compaction
+  // event replaces a large block, and the provider's prompt cache keeps hitting between).
   std::vector<Message> summary_messages;
   SeqRanges included;
-  for (const SummaryView& s : in.summaries) {
-    Message m = Message::User(SummaryHeader(s) + "\n" + s.text);
-    const int64_t t = counter.CountMessage(m);
-    if (t <= remaining) {
-      remaining -= t;
-      r.summary_tokens += t;
-      ++r.summaries_included;
-      r.included_summary_ids.push_back(s.id);
-      included.push_back({s.first_seq, s.last_seq});
-      summary_messages.push_back(std::move(m));
-    } else {
-      ++r.summaries_skipped;
-      r.skipped_summary_ids.push_back(s.id);
+  auto choose_summaries = [&](const std::vector<SummaryView>& from, int64_t before_seq) {
+    summary_messages.clear();
+    included.clear();
+    r.summary_tokens = r.summaries_included = r.summaries_skipped = 0;
+    r.included_summary_ids.clear();
+    r.skipped_summary_ids.clear();
+    for (const SummaryView& s : from) {
+      if (s.first_seq >= before_seq) continue;
+      Message m = Message::User(SummaryHeader(s) + "\n" + s.text);
+      const int64_t t = counter.CountMessage(m);
+      if (r.summary_tokens + t <= remaining) {
+        r.summary_tokens += t;
+        ++r.summaries_included;
+        r.included_summary_ids.push_back(s.id);
+        included.push_back({s.first_seq, s.last_seq});
+        summary_messages.push_back(std::move(m));
+      } else {
+        ++r.summaries_skipped;
+        r.skipped_summary_ids.push_back(s.id);
+      }
     }
-  }
-  included = MergeRanges(std::move(included));
+    included = MergeRanges(std::move(included));
+    return r.summary_tokens;
+  };
 
   // 9. Evictable prefix, newest first by whole groups (rule 3). A group covered by an
   // included summary is not repeated, and the fill stops there: raw messages older than
@@ -517,23 +529,28 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
     // group comes next: the walk would stop there only if a summary included covers it
     // (or, for the anchor walk, if it starts before the anchor). Otherwise the result
     // depends on folded content.
-    const std::optional<FoldedHistory::LastGroup> folded_last =
-        folded_kept ? folded->LastKeptGroup(included) : std::nullopt;
+    std::optional<FoldedHistory::LastGroup> folded_last;
+    auto set_summaries = [&](const std::vector<SummaryView>& from, int64_t before_seq) {
+      const int64_t t = choose_summaries(from, before_seq);
+      folded_last = folded_kept ? folded->LastKeptGroup(included) : std::nullopt;
+      return t;
+    };
     auto ran_out = [&](bool before_anchor_stops) {
       if (!folded_last || folded_last->covered) return;
       if (before_anchor_stops && folded_last->first_seq < in.eviction.anchor_seq) return;
       ctx.needs_more_history = true;
     };
-    // Newest-first fill within `room`; returns the tokens used.
-    auto fill = [&](int64_t room) {
+    // Newest-first fill within `room`, never of a group starting before `stop_before`
+    // (0: no such limit); returns the tokens used.
+    auto fill = [&](int64_t room, int64_t stop_before) {
       int64_t used = 0;
       for (size_t gi = first_gi;; --gi) {
         if (gi == 0) {
-          ran_out(false);
+          ran_out(stop_before > 0);
           break;
         }
         const GroupSpan& g = groups[gi - 1];
-        if (covered_group(g)) break;
+        if (covered_group(g) || entries[g.begin].seq < stop_before) break;
         const int64_t t = group_tokens(g);
         if (used + t > room) break;
         used += t;
@@ -544,6 +561,10 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
     const int64_t anchor = in.eviction.anchor_seq;
     bool done = false;
     if (anchor > 0) {
+      const int64_t before_anchor =
+          in.anchored_summaries ? set_summaries(*in.anchored_summaries, INT64_MAX)
+                                : set_summaries(in.summaries, anchor);
+      remaining -= before_anchor;
       int64_t from_anchor = 0;
       size_t anchor_from = tail_start;
       for (size_t gi = first_gi;; --gi) {
@@ -562,13 +583,27 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
         remaining -= from_anchor;
         r.eviction = "anchored";
       } else {
-        const double keep_share = 1.0 - std::clamp(in.eviction.slack_fraction, 0.0, 1.0);
-        remaining -= fill(static_cast<int64_t>(static_cast<double>(remaining) * keep_share));
+        // The anchor moves: now every summary may come in.
+        remaining += before_anchor;
+        remaining -= set_summaries(in.summaries, INT64_MAX);
+        // Free slack_fraction of the history budget (not of what is left of it: with
+        // summaries and the tail taking most of the budget, a share of the rest would
+        // free so little that the anchor moved again a request or two later).
+        const double slack = std::clamp(in.eviction.slack_fraction, 0.0, 1.0);
+        const int64_t keep = std::min(
+            static_cast<int64_t>(static_cast<double>(remaining) * (1.0 - slack)),
+            remaining - static_cast<int64_t>(slack * static_cast<double>(r.history_budget)));
+        // A moved anchor only moves forward: what was evicted stays evicted (a summary
+        // freeing room does not bring raw messages back and change the prefix again).
+        remaining -= fill(std::max<int64_t>(0, keep), anchor);
         r.eviction = "anchor_moved";
       }
       done = true;
     }
-    if (!done) remaining -= fill(remaining);
+    if (!done) {
+      remaining -= set_summaries(in.summaries, INT64_MAX);
+      remaining -= fill(remaining, 0);
+    }
   }
   if (ctx.needs_more_history) return ctx;
 

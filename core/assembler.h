@@ -59,6 +59,10 @@ struct ContextInput {
   // (IsSafeFoldCut).
   const FoldedHistory* folded = nullptr;
   std::vector<SummaryView> summaries;  // oldest first
+  // What a context at the eviction anchor shows while the anchor holds (the summaries
+  // as they were when it was set), oldest first. Unset: those of `summaries` that cover
+  // something before the anchor. Either way, when the anchor moves, `summaries` shows.
+  std::optional<std::vector<SummaryView>> anchored_summaries;
   std::vector<MemoryHit> memory;       // most relevant first
   std::vector<Learning> learnings;     // newest first
   std::optional<Message> new_message;  // appended last (not stored by the assembler)

@@ -23,6 +23,10 @@ struct Session {
   // The first kept seq of the session's last context (0: none yet), persisted so that a
   // restarted daemon rebuilds the same prompt-cache-stable prefix (EvictionOptions).
   int64_t anchor_seq = 0;
+  // The summaries a context at that anchor shows: those inserted up to this ordinal
+  // (SummaryRecord::ordinal) and not condensed by then. New summaries wait for the next
+  // eviction, so that they change the prefix only when eviction changes it anyway.
+  int64_t anchor_summaries = 0;
   // Which summarizer this session's history gets ("": context.summarizer's), and the
   // providers.<name> its llm backend calls ("": context.summarizer.provider's).
   std::string summarizer_backend;

@@ -53,6 +53,7 @@ struct SummaryRecord {
   // Artifact trail: {"files":[...],"commands":[...],"errors":[...]} as JSON text.
   std::string artifacts_json = R"({"files":[],"commands":[],"errors":[]})";
   int64_t created_at_ms = 0;
+  int64_t ordinal = 0;  // insertion order within the database (read only; 0 before insert)
 };
 
 struct MemoryItem {

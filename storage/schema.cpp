@@ -213,10 +213,12 @@ CREATE TABLE outbox_cursors (
 );
 )sql";
 
-// Version 6: the summarizer chosen per session (backend and provider; '' = configured).
+// Version 6: the summarizer chosen per session (backend and provider; '' = configured),
+// and the summaries a context at the session's anchor shows (their highest ordinal).
 constexpr std::string_view kMigration6 = R"sql(
 ALTER TABLE sessions ADD COLUMN summarizer_backend TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN summarizer_provider TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN anchor_summaries INTEGER NOT NULL DEFAULT 0;
 )sql";
 
 }  // namespace

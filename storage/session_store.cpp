@@ -14,7 +14,7 @@ using sqlite::Statement;
 const char kColumns[] =
     "id, model, system_prompt, tools_json, metadata_json, context_window, strict, created_at_ms, "
     "updated_at_ms, message_count, total_tokens, last_seq, anchor_seq, summarizer_backend, "
-    "summarizer_provider";
+    "summarizer_provider, anchor_summaries";
 
 Session FromRow(const Statement& s) {
   Session out;
@@ -33,6 +33,7 @@ Session FromRow(const Statement& s) {
   out.anchor_seq = s.Int(12);
   out.summarizer_backend = s.Text(13);
   out.summarizer_provider = s.Text(14);
+  out.anchor_summaries = s.Int(15);
   return out;
 }
 
@@ -102,19 +103,21 @@ Result<std::vector<Session>> SessionStore::List(const ListOptions& options) {
   return out;
 }
 
-Status SessionStore::SetAnchor(Txn& txn, std::string_view session_id, int64_t seq) {
+Status SessionStore::SetAnchor(Txn& txn, std::string_view session_id, int64_t seq,
+                               int64_t summaries) {
   if (seq < 0) return Status::InvalidArgument("anchor seq must be >= 0", "anchor_seq");
   Connection& c = txn.conn();
-  MISSY_ASSIGN_STMT(update, c, "UPDATE sessions SET anchor_seq = ?2 WHERE id = ?1");
-  update.Bind(1, session_id).Bind(2, seq);
+  MISSY_ASSIGN_STMT(update, c,
+                    "UPDATE sessions SET anchor_seq = ?2, anchor_summaries = ?3 WHERE id = ?1");
+  update.Bind(1, session_id).Bind(2, seq).Bind(3, summaries);
   MISSY_RETURN_IF_ERROR(update.Run("set the anchor of session '" + std::string(session_id) + "'"));
   if (c.Changes() == 0) return NotFound(session_id, "session_id");
   return Status::Ok();
 }
 
-Status SessionStore::SetAnchor(std::string_view session_id, int64_t seq) {
+Status SessionStore::SetAnchor(std::string_view session_id, int64_t seq, int64_t summaries) {
   if (seq < 0) return Status::InvalidArgument("anchor seq must be >= 0", "anchor_seq");
-  return db_.Write([&](Txn& txn) { return SetAnchor(txn, session_id, seq); });
+  return db_.Write([&](Txn& txn) { return SetAnchor(txn, session_id, seq, summaries); });
 }
 
 Status SessionStore::MustExist(Txn& txn, std::string_view session_id) {

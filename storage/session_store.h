@@ -32,8 +32,9 @@ class SessionStore {
   // Persists the session's context anchor (Session::anchor_seq): the first kept seq of
   // its last context, so that a restarted daemon rebuilds the same prefix. kNotFound
   // for an unknown session, kInvalidArgument for seq < 0.
-  Status SetAnchor(Txn& txn, std::string_view session_id, int64_t seq);
-  Status SetAnchor(std::string_view session_id, int64_t seq);
+  // With it, Session::anchor_summaries (the summaries a context at the anchor shows).
+  Status SetAnchor(Txn& txn, std::string_view session_id, int64_t seq, int64_t summaries = 0);
+  Status SetAnchor(std::string_view session_id, int64_t seq, int64_t summaries = 0);
 
   // kNotFound (field "session_id") unless the session exists; for other stores' writes.
   static Status MustExist(Txn& txn, std::string_view session_id);

@@ -16,7 +16,7 @@ using sqlite::Statement;
 
 const char kColumns[] =
     "id, session_id, depth, content, tokens, first_seq, last_seq, child_ids, parent_id, "
-    "start_ms, end_ms, descendant_count, artifacts, created_at_ms";
+    "start_ms, end_ms, descendant_count, artifacts, created_at_ms, n";
 
 SummaryRecord FromRow(const Statement& s) {
   SummaryRecord r;
@@ -34,6 +34,7 @@ SummaryRecord FromRow(const Statement& s) {
   r.descendant_count = s.Int(11);
   r.artifacts_json = s.Text(12);
   r.created_at_ms = s.Int(13);
+  r.ordinal = s.Int(14);
   return r;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <unordered_map>
 
 #include "core/model_table.h"
 #include "daemon/audit/audit_bus.h"
@@ -20,11 +21,52 @@
 
 namespace missy {
 
+namespace {
+
+// The summary tree as it stood once the summary with ordinal `through` was inserted: the
+// summaries inserted by then that no summary inserted by then condensed, oldest first.
+std::vector<SummaryView> SummariesAsOf(const std::vector<SummaryRecord>& all, int64_t through) {
+  std::unordered_map<std::string, int64_t> ordinal;
+  for (const SummaryRecord& s : all) ordinal[s.id] = s.ordinal;
+  std::vector<SummaryView> out;
+  for (const SummaryRecord& s : all) {
+    if (s.ordinal > through) continue;
+    auto parent = s.parent_id.empty() ? ordinal.end() : ordinal.find(s.parent_id);
+    if (parent != ordinal.end() && parent->second <= through) continue;
+    out.push_back(ToSummaryView(s));
+  }
+  return out;  // `all` is oldest first (first_seq, depth), and so is this
+}
+
+// Whether `current` covers a message before `anchor` that `snapshot` does not: history
+// evicted before its summary existed, which the context would otherwise go on missing.
+bool CoversMoreBefore(const std::vector<SummaryView>& snapshot,
+                      const std::vector<SummaryView>& current, int64_t anchor) {
+  std::vector<std::pair<int64_t, int64_t>> have;
+  for (const SummaryView& s : snapshot) have.emplace_back(s.first_seq, s.last_seq);
+  std::sort(have.begin(), have.end());
+  for (const SummaryView& s : current) {
+    // The part of s before the anchor, minus what the snapshot covers.
+    int64_t from = s.first_seq;
+    const int64_t to = std::min(s.last_seq, anchor - 1);
+    for (const auto& [first, last] : have) {
+      if (from > to) break;
+      if (first > from) break;  // seq `from` is not covered by the snapshot
+      from = std::max(from, last + 1);
+    }
+    if (from <= to) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 struct ContextService::Prepared {
   Session session;
   std::shared_ptr<const DaemonConfig> config;
   MessageTokenCounter counter;
   ContextInput input;
+  std::vector<SummaryRecord> summaries;  // all of the session's, condensed ones too
   std::string query;
   ContextOutcome outcome;
   Done<ContextOutcome> done;
@@ -34,21 +76,21 @@ ContextService::ContextService(const ServiceDeps& deps, HistoryCache& history, S
                                IssuedContexts& issued)
     : deps_(deps), history_(history), queue_(queue), issued_(issued) {}
 
-std::optional<int64_t> ContextService::Anchor(const std::string& session_id) {
+std::optional<ContextService::AnchorState> ContextService::Anchor(const std::string& session_id) {
   std::lock_guard<std::mutex> lock(anchors_mu_);
   auto it = anchors_.find(session_id);
   if (it == anchors_.end()) return std::nullopt;
   return it->second;
 }
 
-void ContextService::SetAnchor(const std::string& session_id, int64_t seq) {
+void ContextService::SetAnchor(const std::string& session_id, AnchorState anchor) {
   std::lock_guard<std::mutex> lock(anchors_mu_);
   // Bounded: the anchor is persisted with the session, so forgetting the map only costs
   // a session whose anchor write is still pending one context with a moved anchor.
   if (anchors_.size() >= kMaxAnchors && anchors_.find(session_id) == anchors_.end()) {
     anchors_.clear();
   }
-  anchors_[session_id] = seq;
+  anchors_[session_id] = anchor;
 }
 
 Result<std::shared_ptr<ContextService::Prepared>> ContextService::Prepare(ContextRequest& request) {
@@ -62,7 +104,7 @@ Result<std::shared_ptr<ContextService::Prepared>> ContextService::Prepare(Contex
   }
   auto cfg = deps_.config->Get();
   auto p = std::make_shared<Prepared>(
-      Prepared{*session, cfg, CounterFor(*cfg, deps_.tokenizers, *session), {}, {}, {}, {}});
+      Prepared{*session, cfg, CounterFor(*cfg, deps_.tokenizers, *session), {}, {}, {}, {}, {}});
   ContextInput& input = p->input;
   input.budget = cfg->budget;
   input.threshold_pct = cfg->context.threshold_pct;
@@ -119,10 +161,14 @@ Result<std::shared_ptr<ContextService::Prepared>> ContextService::Prepare(Contex
   input.new_message = std::move(request.new_message);
   p->query = std::move(request.query);
 
-  // Summaries: the top of the hierarchy (not yet condensed), oldest first.
-  Result<std::vector<SummaryRecord>> summaries = deps_.stores->summaries.List(id, true);
+  // Summaries: the top of the hierarchy (not yet condensed), oldest first; all of them
+  // are kept for the anchor's snapshot (Assemble).
+  Result<std::vector<SummaryRecord>> summaries = deps_.stores->summaries.List(id, false);
   if (!summaries.ok()) return summaries.status();
-  for (const SummaryRecord& r : *summaries) input.summaries.push_back(ToSummaryView(r));
+  p->summaries = std::move(*summaries);
+  for (const SummaryRecord& r : p->summaries) {
+    if (r.parent_id.empty()) input.summaries.push_back(ToSummaryView(r));
+  }
   if (input.budget.learnings_fraction > 0) {
     ListOptions newest;
     newest.limit = static_cast<int>(input.max_learnings);
@@ -188,8 +234,24 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
     }
   }
 
-  const std::optional<int64_t> anchor = Anchor(id);
-  input.eviction.anchor_seq = anchor.value_or(p->session.anchor_seq);
+  AnchorState anchor =
+      Anchor(id).value_or(AnchorState{p->session.anchor_seq, p->session.anchor_summaries});
+  input.eviction.anchor_seq = anchor.seq;
+  // While the anchor holds, the context shows the summaries as they were when it was set
+  // (a newer one waits for the next eviction, so the prefix changes once, not twice),
+  // unless a newer one covers history evicted before it existed: that is shown now.
+  bool snapshot_renewed = false;
+  if (anchor.seq > 0) {
+    std::vector<SummaryView> snapshot = SummariesAsOf(p->summaries, anchor.summaries);
+    if (CoversMoreBefore(snapshot, input.summaries, anchor.seq)) {
+      snapshot = input.summaries;
+      for (const SummaryRecord& s : p->summaries) {
+        anchor.summaries = std::max(anchor.summaries, s.ordinal);
+      }
+      snapshot_renewed = true;
+    }
+    input.anchored_summaries = std::move(snapshot);
+  }
   // Assemble over the window; when the result would depend on folded messages, load
   // their content and assemble again (the result is then exactly the whole history's).
   Result<AssembledContext> assembled = Status::Internal("not assembled");
@@ -214,8 +276,17 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
   ContextOutcome& out = p->outcome;
   out.context = std::move(*assembled);
   const ContextReport& report = out.context.report;
+  // A moved anchor shows every summary there is: they are the new anchor's snapshot.
   const bool anchor_moved = report.first_kept_seq != input.eviction.anchor_seq;
-  if (anchor_moved) SetAnchor(id, report.first_kept_seq);
+  AnchorState new_anchor = anchor;
+  if (anchor_moved) {
+    new_anchor.seq = report.first_kept_seq;
+    for (const SummaryRecord& s : p->summaries) {
+      new_anchor.summaries = std::max(new_anchor.summaries, s.ordinal);
+    }
+  }
+  const bool anchor_changed = anchor_moved || snapshot_renewed;
+  if (anchor_changed) SetAnchor(id, new_anchor);
 
   out.context_id = "ctx_" + deps_.ids->NewId();
   out.estimated_tokens = report.used_tokens;
@@ -238,7 +309,6 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
                         .Add("summaries", report.summaries_included)
                         .Add("sanitized", report.sanitized.size())
                         .Add("zone", report.zone)};
-  const int64_t new_anchor = report.first_kept_seq;
   bool want_job = false;
   if (report.should_summarize) {
     Result<bool> active = deps_.stores->jobs.HasActive(id, "summarize");
@@ -251,9 +321,10 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
     auto event = std::make_shared<AuditRecord>(std::move(built));
     CommitAsync(
         deps_,
-        [this, event, id, anchor_moved, new_anchor](Txn& txn) -> Status {
-          if (anchor_moved)
-            MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(txn, id, new_anchor));
+        [this, event, id, anchor_changed, new_anchor](Txn& txn) -> Status {
+          if (anchor_changed)
+            MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(txn, id, new_anchor.seq,
+                                                                new_anchor.summaries));
           return deps_.audit->Append(txn, *event);
         },
         [id](Status st) {
@@ -269,7 +340,7 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
   const int64_t now = deps_.clock->NowMs();
   CommitAsync(
       deps_,
-      [this, p, event, id, want_job, anchor_moved, new_anchor, now](Txn& txn) -> Status {
+      [this, p, event, id, want_job, anchor_changed, new_anchor, now](Txn& txn) -> Status {
         const ContextReport& r = p->outcome.context.report;
         if (!r.newly_pruned_seqs.empty()) {
           MISSY_RETURN_IF_ERROR(
@@ -298,8 +369,9 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
                                      .Add("uncovered_messages", r.uncovered_messages)}));
           }
         }
-        if (anchor_moved)
-          MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(txn, id, new_anchor));
+        if (anchor_changed)
+          MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(txn, id, new_anchor.seq,
+                                                                new_anchor.summaries));
         return deps_.audit->Append(txn, *event);
       },
       [this, p, id, want_job, release = std::move(release)](Status st) {

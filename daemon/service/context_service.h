@@ -58,8 +58,13 @@ class ContextService {
   struct Prepared;
   Result<std::shared_ptr<Prepared>> Prepare(ContextRequest& request);
   void Assemble(std::shared_ptr<Prepared> p, std::function<void()> release);
-  std::optional<int64_t> Anchor(const std::string& session_id);
-  void SetAnchor(const std::string& session_id, int64_t seq);
+  // Where the kept history starts, and the summaries shown with it (Session::anchor_*).
+  struct AnchorState {
+    int64_t seq = 0;
+    int64_t summaries = 0;
+  };
+  std::optional<AnchorState> Anchor(const std::string& session_id);
+  void SetAnchor(const std::string& session_id, AnchorState anchor);
 
   ServiceDeps deps_;
   HistoryCache& history_;
@@ -69,7 +74,7 @@ class ContextService {
   // Where each session's kept history started last time (persisted too; this is the
   // value in force while its write is pending).
   static constexpr size_t kMaxAnchors = 4096;
-  std::unordered_map<std::string, int64_t> anchors_;
+  std::unordered_map<std::string, AnchorState> anchors_;
 };
 
 }  // namespace missy

@@ -107,6 +107,7 @@ TEST_F(ReplayRetentionTest, RealSessionsAt28kTokensKeepTheTaskFilesAndErrorsInVi
   std::sort(files.begin(), files.end());
   ASSERT_FALSE(files.empty());
   size_t all_named = 0, all_seen = 0;
+  int all_pairs = 0, all_stable = 0;
   for (const std::string& file : files) {
     SCOPED_TRACE(file);
     std::vector<Message> conv = LoadTrajectory(file);
@@ -121,14 +122,32 @@ TEST_F(ReplayRetentionTest, RealSessionsAt28kTokensKeepTheTaskFilesAndErrorsInVi
     ASSERT_TRUE(Create(std::move(s)).ok());
     std::string task;
     std::set<std::string> named, errors;
-    int contexts = 0, summarized = 0;
+    int contexts = 0, summarized = 0, stable = 0;
     Result<ContextOutcome> last = Status::Internal("no context");
+    std::vector<Message> previous;  // the message list of the previous context
     for (size_t i = begin; i < conv.size(); ++i) {
       const Message& m = conv[i];
       if (m.role == Role::kAssistant) {
         last = Context(id, 32000, 4000);
         ASSERT_TRUE(last.ok()) << last.status().ToString();
         ++contexts;
+        const std::vector<Message>& now = last->context.messages;
+        if (contexts > 1 && previous.size() <= now.size() &&
+            std::equal(previous.begin(), previous.end(), now.begin())) {
+          ++stable;  // the provider's prompt cache keeps the whole previous request
+        } else if (contexts > 1 && getenv("MISSY_RETENTION_DEBUG")) {
+          size_t same = 0;
+          while (same < previous.size() && same < now.size() && previous[same] == now[same]) {
+            ++same;
+          }
+          const ContextReport& br = last->context.report;
+          std::printf("  break at context %d: eviction %s, first kept %lld, summaries %lld, "
+                      "newly pruned %zu, used %lld, same %zu of %zu (now %zu)\n",
+                      contexts, br.eviction.c_str(), (long long)br.first_kept_seq,
+                      (long long)br.summaries_included, br.newly_pruned_seqs.size(),
+                      (long long)br.used_tokens, same, previous.size(), now.size());
+        }
+        previous = now;
         const ContextReport& r = last->context.report;
         ASSERT_LE(r.used_tokens, 28000);
         ASSERT_EQ(FindToolPairProblem(last->context.messages), "");
@@ -194,13 +213,20 @@ TEST_F(ReplayRetentionTest, RealSessionsAt28kTokensKeepTheTaskFilesAndErrorsInVi
                     x.depth, (long long)x.first_seq, (long long)x.last_seq, (long long)x.tokens,
                     x.parent_id.c_str());
     }
-    std::printf("%-40s %4zu msgs %3d contexts %2d summarized: files %zu/%zu, errors %zu/%zu\n",
-                id.c_str(), conv.size(), contexts, summarized, seen_named, named.size(),
-                seen_errors, errors.size());
+    all_pairs += std::max(0, contexts - 1);
+    all_stable += stable;
+    std::printf(
+        "%-40s %4zu msgs %3d contexts %2d summarized: files %zu/%zu, errors %zu/%zu; prefix kept "
+        "%d/%d\n",
+        id.c_str(), conv.size(), contexts, summarized, seen_named, named.size(), seen_errors,
+        errors.size(), stable, std::max(0, contexts - 1));
   }
   std::printf(
       "retention over all sessions: %zu/%zu (%.1f%%)\n", all_seen, all_named,
       all_named ? 100.0 * static_cast<double>(all_seen) / static_cast<double>(all_named) : 100.0);
+  std::printf("prefix kept over all sessions: %d/%d consecutive contexts (%.1f%%)\n", all_stable,
+              all_pairs,
+              all_pairs ? 100.0 * all_stable / static_cast<double>(all_pairs) : 100.0);
 }
 
 }  // namespace
