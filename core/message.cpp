@@ -188,11 +188,9 @@ Status ParseContent(const json::value& v, const std::string& field, Message& m) 
 Status ParseToolCall(const json::value& v, const std::string& field, ToolCall& call) {
   if (!v.is_object()) return WrongType(field, "an object", v);
   const json::object& o = v.get_object();
-  const json::value* id = o.if_contains("id");
-  if (id == nullptr || !id->is_string()) {
-    return Status::InvalidArgument("tool call needs a string 'id'", field + ".id");
-  }
-  call.id.assign(id->get_string().begin(), id->get_string().end());
+  // An empty or missing id is accepted (llama.cpp and some Ollama versions send ""): the
+  // append repairs it or refuses it in strict mode (core/sanitizer.h).
+  MISSY_RETURN_IF_ERROR(OptionalString(o, "id", field, call.id));
   MISSY_RETURN_IF_ERROR(OptionalString(o, "type", field, call.type));
   if (call.type != "function") {
     return Status::InvalidArgument("unsupported tool call type '" + call.type + "'",
@@ -268,13 +266,8 @@ Result<Message> ParseMessage(const json::value& v, std::string_view field_view) 
     MISSY_RETURN_IF_ERROR(ParseContent(*content, field + ".content", m));
   }
 
+  // Empty or missing on a tool message is accepted, as for call ids (ParseToolCall).
   MISSY_RETURN_IF_ERROR(OptionalString(o, "tool_call_id", field, m.tool_call_id));
-  if (m.role == Role::kTool && m.tool_call_id.empty()) {
-    const bool present = o.contains("tool_call_id");
-    return Status::InvalidArgument(
-        present ? "tool_call_id must not be empty" : "tool messages need a tool_call_id",
-        field + ".tool_call_id");
-  }
   if (m.role != Role::kTool && !m.tool_call_id.empty()) {
     return Status::InvalidArgument(
         "tool_call_id is only allowed on tool messages, not " + std::string(RoleName(m.role)),

@@ -44,7 +44,7 @@ struct Message {
   std::string text;                  // content when content_form == kString
   std::vector<ContentPart> parts;    // content when content_form == kParts
   std::vector<ToolCall> tool_calls;  // assistant only
-  std::string tool_call_id;          // tool only (required there)
+  std::string tool_call_id;          // tool only (may arrive empty: see kFlagRepairedId)
   std::string name;                  // optional (tool name, or participant name)
 
   // All text of the content: the string, or the text parts joined by "\n".
@@ -77,6 +77,9 @@ enum MessageFlags : uint32_t {
   kFlagDuplicateResult = 1u << 2,  // second result for the same call
   kFlagUnansweredCall = 1u << 3,   // assistant call left unanswered before a new message
   kFlagPinned = 1u << 4,           // the agent marked it as the session's task ("pin": true)
+  kFlagRepairedId = 1u << 5,       // the agent sent an empty call id: missy generated it (call)
+                                   // or paired the result by position; with kFlagOrphanResult:
+                                   // the result could not be paired (stored with an empty id)
 };
 
 // A message as stored: its position and cached token count.

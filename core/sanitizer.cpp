@@ -100,7 +100,10 @@ SanitizeResult SanitizeForProvider(size_t n, const MessageAt& at) {
     const Message& m = at(i);
     if (m.role == Role::kTool) {
       const std::string& id = m.tool_call_id;
-      if (group.active) {
+      if (id.empty() && !group.dropped) {
+        drop(i, id, DropReason::kOrphanResult,
+             "tool result without a tool_call_id could not be paired with a call");
+      } else if (group.active) {
         int k = FindId(group.ids, id);
         if (k < 0) {
           drop(i, id, DropReason::kOrphanResult,
@@ -193,11 +196,18 @@ namespace {
 // Applies one message to the state; returns its flags and appends warnings.
 uint32_t Step(OpenCallState& st, const Message& m, size_t index,
               std::vector<AppendWarning>* warnings) {
-  auto warn = [&](std::string id, std::string problem, std::string text) {
-    if (warnings) warnings->push_back({index, std::move(id), std::move(problem), std::move(text)});
+  auto warn = [&](std::string id, std::string problem, std::string text, std::string field = {}) {
+    if (warnings) {
+      warnings->push_back(
+          {index, std::move(id), std::move(problem), std::move(text), std::move(field)});
+    }
   };
   if (m.role == Role::kTool) {
     const std::string& id = m.tool_call_id;
+    if (id.empty()) {
+      warn("", "empty_call_id", "tool result has an empty tool_call_id", "tool_call_id");
+      return kFlagOrphanResult;
+    }
     if (st.round_open) {
       auto open = std::find(st.open_ids.begin(), st.open_ids.end(), id);
       if (open != st.open_ids.end()) {
@@ -225,13 +235,15 @@ uint32_t Step(OpenCallState& st, const Message& m, size_t index,
   st = OpenCallState{};
   if (m.role == Role::kAssistant && m.HasToolCalls()) {
     st.round_open = true;
-    for (const ToolCall& c : m.tool_calls) {
+    for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+      const ToolCall& c = m.tool_calls[k];
+      const std::string field = "tool_calls[" + std::to_string(k) + "].id";
       if (c.id.empty()) {
-        warn("", "empty_call_id", "tool call '" + c.name + "' has an empty id");
+        warn("", "empty_call_id", "tool call '" + c.name + "' has an empty id", field);
         continue;
       }
       if (std::find(st.open_ids.begin(), st.open_ids.end(), c.id) != st.open_ids.end()) {
-        warn(c.id, "duplicate_call_id", "call id " + c.id + " appears twice in one message");
+        warn(c.id, "duplicate_call_id", "call id " + c.id + " appears twice in one message", field);
         continue;
       }
       st.open_ids.push_back(c.id);
@@ -260,6 +272,91 @@ AppendValidation ValidateAppend(const OpenCallState& state, std::span<const Mess
   out.flags.reserve(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
     out.flags.push_back(Step(out.state_after, batch[i], i, &out.warnings));
+  }
+  return out;
+}
+
+std::string RepairedCallId(int64_t seq, size_t call_index) {
+  return "call_missy_" + std::to_string(seq) + "_" + std::to_string(call_index);
+}
+
+namespace {
+
+// Gives each call of an assistant message that has an empty id a generated one; returns
+// the message's flags.
+uint32_t RepairCalls(Message& m, int64_t seq, size_t index, std::vector<AppendWarning>& warnings) {
+  uint32_t flags = kFlagNone;
+  for (size_t k = 0; k < m.tool_calls.size(); ++k) {
+    ToolCall& call = m.tool_calls[k];
+    if (!call.id.empty()) continue;
+    std::string id = RepairedCallId(seq, k);
+    // Never the id of another call of the message (one the agent chose, say).
+    auto taken = [&](const std::string& candidate) {
+      return std::any_of(m.tool_calls.begin(), m.tool_calls.end(),
+                         [&](const ToolCall& c) { return c.id == candidate; });
+    };
+    while (taken(id)) id += "_r";
+    call.id = id;
+    flags |= kFlagRepairedId;
+    warnings.push_back({index, id, "repaired_call_id",
+                        "tool call '" + call.name + "' had no id: stored as " + id + " (seq " +
+                            std::to_string(seq) + ")",
+                        "tool_calls[" + std::to_string(k) + "].id"});
+  }
+  return flags;
+}
+
+// Pairs a tool result without an id with the only open call, if there is exactly one.
+// Returns its flags; `paired` tells whether it now carries that call's id.
+uint32_t RepairResult(const OpenCallState& st, Message& m, int64_t seq, size_t index,
+                      std::vector<AppendWarning>& warnings, bool& paired) {
+  paired = st.round_open && st.open_ids.size() == 1;
+  if (paired) {
+    m.tool_call_id = st.open_ids.front();
+    warnings.push_back({index, m.tool_call_id, "repaired_call_id",
+                        "tool result had no tool_call_id: paired with the only open call " +
+                            m.tool_call_id + " (seq " + std::to_string(seq) + ")",
+                        "tool_call_id"});
+    return kFlagRepairedId;
+  }
+  std::string why;
+  if (!st.round_open || st.open_ids.empty()) {
+    why = "no call is open";
+  } else {
+    why = std::to_string(st.open_ids.size()) + " calls are open (";
+    for (size_t k = 0; k < st.open_ids.size(); ++k) why += (k ? ", " : "") + st.open_ids[k];
+    why += ")";
+  }
+  warnings.push_back({index, "", "unpaired_result",
+                      "tool result had no tool_call_id and " + why + ": stored unpaired (seq " +
+                          std::to_string(seq) + "), never sent to a provider",
+                      "tool_call_id"});
+  return kFlagRepairedId | kFlagOrphanResult;
+}
+
+}  // namespace
+
+AppendValidation RepairAndValidateAppend(const OpenCallState& state, std::span<Message> batch,
+                                         int64_t first_seq) {
+  AppendValidation out;
+  out.state_after = state;
+  out.flags.reserve(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Message& m = batch[i];
+    const int64_t seq = first_seq + static_cast<int64_t>(i);
+    uint32_t flags = kFlagNone;
+    if (m.role == Role::kTool && m.tool_call_id.empty()) {
+      bool paired = false;
+      flags = RepairResult(out.state_after, m, seq, i, out.warnings, paired);
+      // An unpaired result changes nothing in the state (as any orphan).
+      if (!paired) {
+        out.flags.push_back(flags);
+        continue;
+      }
+    } else if (m.role == Role::kAssistant) {
+      flags = RepairCalls(m, seq, i, out.warnings);
+    }
+    out.flags.push_back(flags | Step(out.state_after, m, i, &out.warnings));
   }
   return out;
 }

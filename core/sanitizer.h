@@ -29,7 +29,9 @@ namespace missy {
 //    group goes: "unanswered_call"), no call id is empty ("empty_call_id") or repeated
 //    within the message ("duplicate_call_id"), and the message kept right before it is a
 //    user, tool or system message ("invalid_predecessor"; PicoClaw: u,a,aTC,t -> u,a);
-//  - results of a dropped aTC go with it ("call_dropped").
+//  - results of a dropped aTC go with it ("call_dropped");
+//  - a result with an empty tool_call_id (one an append could not pair) answers no call:
+//    an orphan.
 // The same id reused in a later round is legal: each aTC opens a fresh set of ids.
 // Output invariants: no orphan result, no call without its result, no duplicate result,
 // no empty call id; every kept aTC is immediately followed by exactly its results.
@@ -85,14 +87,19 @@ struct AppendWarning {
   size_t index = 0;          // position in the batch
   std::string tool_call_id;  // the id concerned (may be empty for empty_call_id)
   std::string problem;       // orphan_result | duplicate_result | unanswered_call |
-                             // empty_call_id | duplicate_call_id
+                             // empty_call_id | duplicate_call_id | repaired_call_id |
+                             // unpaired_result
   std::string message;       // "tool result for call_9 answers no open call"
+  // The field of the message concerned ("tool_call_id", "tool_calls[1].id"), or empty for
+  // the message as a whole. Names a strict refusal's field; not part of the JSON form.
+  std::string field;
 };
 // AppendWarningToJson: core/message_json.h.
 
 struct AppendValidation {
   std::vector<uint32_t> flags;  // one per batch message: kFlagOrphanResult,
-                                // kFlagDuplicateResult, kFlagUnansweredCall (or 0)
+                                // kFlagDuplicateResult, kFlagUnansweredCall,
+                                // kFlagRepairedId (or 0)
   std::vector<AppendWarning> warnings;
   OpenCallState state_after;  // the session's state once the batch is stored
   bool ok() const { return warnings.empty(); }
@@ -107,8 +114,29 @@ struct AppendValidation {
 //    the flag (stored rows are never rewritten), the warning names each missing id;
 //  - an assistant message with an empty or repeated call id gets a warning
 //    (empty_call_id / duplicate_call_id) and no flag: the read-time sanitizer drops
-//    its group anyway.
-// Any non-tool message closes the round, as it ends the group at read time.
+//    its group anyway;
+//  - a tool result with an empty tool_call_id gets an empty_call_id warning and
+//    kFlagOrphanResult.
+// Any non-tool message closes the round, as it ends the group at read time. Strict
+// appends use this form: any warning refuses the batch.
 AppendValidation ValidateAppend(const OpenCallState& state, std::span<const Message> batch);
+
+// Non-strict appends: as ValidateAppend, after repairing in `batch` the empty ids local
+// models send (llama.cpp, some Ollama versions send "" or nothing; issue 10):
+//  - an assistant tool call with an empty id gets "call_missy_<seq>_<k>" (seq = the
+//    message's, first_seq + its index; k = the call's index), made unique within its
+//    message;
+//  - a tool result with an empty tool_call_id takes the id of the open call when exactly
+//    one call of the current round is still unanswered (stored or earlier in the batch);
+// each such message gets kFlagRepairedId and a repaired_call_id warning naming the id
+// and the seq. A result that cannot be paired (several open calls, or none) is stored as
+// it is, flagged kFlagRepairedId | kFlagOrphanResult, with an unpaired_result warning: the
+// read-time sanitizer drops it as an orphan (and the group whose call it left unanswered).
+AppendValidation RepairAndValidateAppend(const OpenCallState& state, std::span<Message> batch,
+                                         int64_t first_seq);
+
+// The id RepairAndValidateAppend gives call `call_index` of the message stored at `seq`
+// (before any uniqueness suffix).
+std::string RepairedCallId(int64_t seq, size_t call_index);
 
 }  // namespace missy

@@ -17,6 +17,7 @@ json::array FlagNames(uint32_t flags) {
   if (flags & kFlagOrphanResult) out.push_back("orphan_result");
   if (flags & kFlagDuplicateResult) out.push_back("duplicate_result");
   if (flags & kFlagUnansweredCall) out.push_back("unanswered_call");
+  if (flags & kFlagRepairedId) out.push_back("repaired_id");
   return out;
 }
 

@@ -172,13 +172,23 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
     while (from > 0 && all[from - 1].message.role == Role::kTool) --from;
     if (from > 0) --from;
     const std::span<const StoredMessage> recent(all.data() + from, all.size() - from);
-    state->validation = ValidateAppend(DeriveOpenCallState(recent), state->request.messages);
+    const OpenCallState open = DeriveOpenCallState(recent);
+    // Strict refuses empty call ids; otherwise they are repaired here, in the session's
+    // queue, where the open calls and the next seq are known.
+    state->validation = state->strict ? ValidateAppend(open, state->request.messages)
+                                      : RepairAndValidateAppend(open, state->request.messages,
+                                                                (*history)->last_seq() + 1);
+    for (size_t i = 0; i < state->tokens.size(); ++i) {  // a repaired id is text, too
+      if ((state->validation.flags[i] & kFlagRepairedId) != 0) {
+        state->tokens[i] = state->counter.CountMessage(state->request.messages[i]);
+      }
+    }
     if (state->strict && !state->validation.ok()) {
       const AppendWarning& w = state->validation.warnings.front();
       AppendOutcome out = Failed(Status::Unprocessable(
           w.message + " (strict mode: nothing was stored; " +
               std::to_string(state->validation.warnings.size()) + " problem(s))",
-          "messages[" + std::to_string(w.index) + "]"));
+          "messages[" + std::to_string(w.index) + "]" + (w.field.empty() ? "" : "." + w.field)));
       out.warnings = std::move(state->validation.warnings);
       return state->done(std::move(out));
     }

@@ -27,9 +27,10 @@ TEST(MessageTest, RejectsInvalidMessagesNamingTheField) {
       {R"({"content":"x"})", "messages[3].role", "role is required"},
       {R"({"role":"bot","content":"x"})", "messages[3].role", "unknown role 'bot'"},
       {R"({"role":7,"content":"x"})", "messages[3].role", "expected a string, got a number"},
-      {R"({"role":"tool","content":"x"})", "messages[3].tool_call_id", "need a tool_call_id"},
-      {R"({"role":"tool","content":"x","tool_call_id":""})", "messages[3].tool_call_id",
-       "must not be empty"},
+      {R"({"role":"tool","content":"x","tool_call_id":7})", "messages[3].tool_call_id",
+       "expected a string, got a number"},
+      {R"({"role":"tool","content":"x","tool_call_id":["a"]})", "messages[3].tool_call_id",
+       "expected a string, got an array"},
       {R"({"role":"user","content":"x","tool_call_id":"a"})", "messages[3].tool_call_id",
        "only allowed on tool messages"},
       {R"({"role":"user","content":"x","tool_calls":[]})", "messages[3].tool_calls",
@@ -42,8 +43,8 @@ TEST(MessageTest, RejectsInvalidMessagesNamingTheField) {
       {R"({"role":"user","content":[{"type":"text","text":1}]})", "messages[3].content[0].text",
        "needs a string 'text'"},
       {R"({"role":"assistant","tool_calls":{}})", "messages[3].tool_calls", "expected an array"},
-      {R"({"role":"assistant","tool_calls":[{"function":{"name":"f"}}]})",
-       "messages[3].tool_calls[0].id", "needs a string 'id'"},
+      {R"({"role":"assistant","tool_calls":[{"id":12,"function":{"name":"f"}}]})",
+       "messages[3].tool_calls[0].id", "expected a string, got a number"},
       {R"({"role":"assistant","tool_calls":[{"id":"a","function":{"name":""}}]})",
        "messages[3].tool_calls[0].function.name", "non-empty string function name"},
       {R"({"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":3}}]})",
@@ -74,6 +75,39 @@ TEST(MessageTest, RoundTripsEveryShape) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     EXPECT_EQ(json::serialize(MessageToJson(*r)), input);
   }
+}
+
+// Local models (llama.cpp, some Ollama versions) send "" or no id at all: parsing keeps
+// the id empty and leaves the repair to the append (core/sanitizer.h).
+TEST(MessageTest, AcceptsEmptyOrMissingToolCallIds) {
+  struct Case {
+    const char* input;
+    size_t calls;
+  };
+  const Case cases[] = {
+      {R"({"role":"tool","content":"x"})", 0},
+      {R"({"role":"tool","content":"x","tool_call_id":""})", 0},
+      {R"({"role":"tool","content":"x","tool_call_id":null})", 0},
+      {R"({"role":"assistant","tool_calls":[{"function":{"name":"f"}}]})", 1},
+      {R"({"role":"assistant","tool_calls":[{"id":"","function":{"name":"f"}},)"
+       R"({"id":null,"function":{"name":"g"}}]})",
+       2},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.input);
+    Result<Message> r = Parse(c.input);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(r->tool_call_id.empty());
+    ASSERT_EQ(r->tool_calls.size(), c.calls);
+    for (const ToolCall& call : r->tool_calls) EXPECT_EQ(call.id, "");
+  }
+  // Serialised back: the empty call id stays "" and an empty tool_call_id is left out.
+  EXPECT_EQ(json::serialize(MessageToJson(*Parse(R"({"role":"tool","content":"x"})"))),
+            R"({"role":"tool","content":"x"})");
+  EXPECT_EQ(json::serialize(MessageToJson(
+                *Parse(R"({"role":"assistant","tool_calls":[{"function":{"name":"f"}}]})"))),
+            R"({"role":"assistant","content":null,"tool_calls":[{"id":"","type":"function",)"
+            R"("function":{"name":"f","arguments":""}}]})");
 }
 
 TEST(MessageTest, ObjectArgumentsAreSerialisedAsText) {
