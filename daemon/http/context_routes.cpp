@@ -70,6 +70,7 @@ void Api::AddContextRoutes() {
     request.session_id = id;
     ContextRequest context;
     context.session_id = id;
+    context.reset_anchor = true;  // the new summaries replace what they cover, now
     Status st = CheckKnownKeys(*body, {"reason", "context_window", "max_output_tokens"});
     if (st.ok()) st = OptString(*body, "reason", request.reason);
     if (st.ok()) st = OptInt(*body, "context_window", 1, int64_t{1} << 40, context.context_window);

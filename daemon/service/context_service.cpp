@@ -68,13 +68,14 @@ struct ContextService::Prepared {
   ContextInput input;
   std::vector<SummaryRecord> summaries;  // all of the session's, condensed ones too
   std::string query;
+  bool reset_anchor = false;
   ContextOutcome outcome;
   Done<ContextOutcome> done;
 };
 
 ContextService::ContextService(const ServiceDeps& deps, HistoryCache& history, SessionQueue& queue,
-                               IssuedContexts& issued)
-    : deps_(deps), history_(history), queue_(queue), issued_(issued) {}
+                               IssuedContexts& issued, SummaryTrigger* trigger)
+    : deps_(deps), history_(history), queue_(queue), issued_(issued), trigger_(trigger) {}
 
 std::optional<ContextService::AnchorState> ContextService::Anchor(const std::string& session_id) {
   std::lock_guard<std::mutex> lock(anchors_mu_);
@@ -104,7 +105,7 @@ Result<std::shared_ptr<ContextService::Prepared>> ContextService::Prepare(Contex
   }
   auto cfg = deps_.config->Get();
   auto p = std::make_shared<Prepared>(
-      Prepared{*session, cfg, CounterFor(*cfg, deps_.tokenizers, *session), {}, {}, {}, {}, {}});
+      Prepared{*session, cfg, CounterFor(*cfg, deps_.tokenizers, *session), {}, {}, {}, false, {}, {}});
   ContextInput& input = p->input;
   input.budget = cfg->budget;
   input.threshold_pct = cfg->context.threshold_pct;
@@ -160,6 +161,7 @@ Result<std::shared_ptr<ContextService::Prepared>> ContextService::Prepare(Contex
 
   input.new_message = std::move(request.new_message);
   p->query = std::move(request.query);
+  p->reset_anchor = request.reset_anchor;
 
   // Summaries: the top of the hierarchy (not yet condensed), oldest first; all of them
   // are kept for the anchor's snapshot (Assemble).
@@ -236,6 +238,7 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
 
   AnchorState anchor =
       Anchor(id).value_or(AnchorState{p->session.anchor_seq, p->session.anchor_summaries});
+  if (p->reset_anchor) anchor = AnchorState{};
   input.eviction.anchor_seq = anchor.seq;
   // While the anchor holds, the context shows the summaries as they were when it was set
   // (a newer one waits for the next eviction, so the prefix changes once, not twice),
@@ -309,13 +312,13 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
                         .Add("summaries", report.summaries_included)
                         .Add("sanitized", report.sanitized.size())
                         .Add("zone", report.zone)};
-  bool want_job = false;
-  if (report.should_summarize) {
-    Result<bool> active = deps_.stores->jobs.HasActive(id, "summarize");
-    want_job = active.ok() && !*active;
+  // Over the thresholds on the budget this request asked for: the trigger checks, off
+  // this path, whether a job would have work (and queues it, once a chunk's worth).
+  if (report.should_summarize && trigger_ != nullptr) {
+    trigger_->Warned(p->session);
   }
 
-  if (report.newly_pruned_seqs.empty() && !want_job) {
+  if (report.newly_pruned_seqs.empty()) {
     // Nothing durable changed: answer now; the event (and the anchor) commit afterwards.
     RunOnWorker(deps_, release);  // the session's next task runs beside this answer
     auto event = std::make_shared<AuditRecord>(std::move(built));
@@ -334,13 +337,11 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
     return p->done(std::move(answer));
   }
 
-  // Pruning is sticky and the job must exist before the agent's next call: one write
-  // transaction, then the answer.
+  // Pruning is sticky: one write transaction, then the answer.
   auto event = std::make_shared<AuditRecord>(std::move(built));
-  const int64_t now = deps_.clock->NowMs();
   CommitAsync(
       deps_,
-      [this, p, event, id, want_job, anchor_changed, new_anchor, now](Txn& txn) -> Status {
+      [this, p, event, id, anchor_changed, new_anchor](Txn& txn) -> Status {
         const ContextReport& r = p->outcome.context.report;
         if (!r.newly_pruned_seqs.empty()) {
           MISSY_RETURN_IF_ERROR(
@@ -351,37 +352,18 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
                                    .Add("messages", r.newly_pruned_seqs.size())
                                    .Add("freed_tokens", r.pruned_freed_tokens)}));
         }
-        if (want_job) {
-          const std::string payload = AuditDetail()
-                                          .Add("reason", r.zone)
-                                          .Add("history_tokens", r.history_demand_tokens)
-                                          .ToJson();
-          Result<EnqueueResult> job =
-              deps_.stores->jobs.Enqueue(txn, "summarize", id, payload, now);
-          if (!job.ok()) return job.status();
-          if (job->created) {
-            MISSY_RETURN_IF_ERROR(deps_.audit->Append(
-                txn, AuditRecord{"summarization.queued", "context", "allow", id,
-                                 AuditDetail()
-                                     .Add("job_id", job->job.id)
-                                     .Add("reason", r.zone)
-                                     .Add("history_tokens", r.history_demand_tokens)
-                                     .Add("uncovered_messages", r.uncovered_messages)}));
-          }
-        }
         if (anchor_changed)
           MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(txn, id, new_anchor.seq,
                                                                 new_anchor.summaries));
         return deps_.audit->Append(txn, *event);
       },
-      [this, p, id, want_job, release = std::move(release)](Status st) {
+      [this, p, id, release = std::move(release)](Status st) {
         if (!st.ok()) {
           release();
           return p->done(st);
         }
         history_.FlagsAdded(id, p->outcome.context.report.newly_pruned_seqs, kFlagPruned);
         release();
-        if (want_job && deps_.on_job_queued) deps_.on_job_queued();
         p->outcome.wrote = true;
         p->done(std::move(p->outcome));
       });

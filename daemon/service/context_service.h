@@ -19,6 +19,7 @@
 #include "core/assembler.h"
 #include "core/calibration.h"
 #include "daemon/service/service_deps.h"
+#include "daemon/service/summary_trigger.h"
 
 namespace missy {
 
@@ -32,6 +33,9 @@ struct ContextRequest {
   std::optional<int64_t> context_window;  // overrides the session's / model's window
   std::optional<int64_t> max_output_tokens;
   std::string query;  // memory search text; empty: the new (or last) user message
+  // After a forced compaction: the kept part is chosen afresh (the anchor and its
+  // snapshot of summaries are dropped, so the new summaries replace what they cover).
+  bool reset_anchor = false;
 };
 
 struct ContextOutcome {
@@ -49,8 +53,9 @@ struct ContextOutcome {
 
 class ContextService {
  public:
+  // `trigger` (may be null) is told of contexts over the summarization thresholds.
   ContextService(const ServiceDeps& deps, HistoryCache& history, SessionQueue& queue,
-                 IssuedContexts& issued);
+                 IssuedContexts& issued, SummaryTrigger* trigger = nullptr);
 
   void Build(ContextRequest request, Done<ContextOutcome> done);
 
@@ -70,6 +75,7 @@ class ContextService {
   HistoryCache& history_;
   SessionQueue& queue_;
   IssuedContexts& issued_;
+  SummaryTrigger* trigger_;
   std::mutex anchors_mu_;
   // Where each session's kept history started last time (persisted too; this is the
   // value in force while its write is pending).

@@ -31,7 +31,7 @@ struct Services {
         history(history_cache_bytes),
         trigger(deps),
         sessions(deps, history, queue, &trigger),
-        context(deps, history, queue, issued),
+        context(deps, history, queue, issued, &trigger),
         usage(deps, queue, issued),
         memory(deps),
         summaries(deps),

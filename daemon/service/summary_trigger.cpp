@@ -15,34 +15,41 @@
 
 namespace missy {
 
-void SummaryTrigger::Appended(const Session& session) {
+void SummaryTrigger::Consider(const Session& session, bool over_threshold) {
   auto cfg = deps_.config->Get();
   const int64_t threshold_tokens = static_cast<int64_t>(
       cfg->context.threshold_pct * static_cast<double>(SessionHistoryBudget(*cfg, session)));
   // The uncovered history is part of the whole: under the thresholds as a whole, under
   // them uncovered.
-  if (session.total_tokens <= threshold_tokens &&
+  if (!over_threshold && session.total_tokens <= threshold_tokens &&
       session.message_count <= cfg->context.message_threshold) {
     return;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (checking_.count(session.id) > 0) return;
-    auto it = next_.find(session.id);
-    if (it != next_.end() && session.total_tokens < it->second.tokens &&
-        session.message_count < it->second.messages) {
-      return;
+    auto it = tracked_.find(session.id);
+    if (it != tracked_.end()) {
+      const Tracked& t = it->second;
+      auto before = [&](const NextCheck& n) {
+        return session.total_tokens < n.tokens && session.message_count < n.messages;
+      };
+      // After a job, a leaf chunk's worth of tokens whatever the message count (a job
+      // needs half a chunk outside the tail anyway): compactions stay within the history
+      // size divided by the chunk size.
+      if (session.total_tokens < t.after_job.tokens) return;
+      if (before(t.next) && !over_threshold) return;
     }
     checking_.insert(session.id);
   }
-  RunOnWorker(deps_, [this, session] {
-    CheckNow(session);
+  RunOnWorker(deps_, [this, session, over_threshold] {
+    CheckNow(session, over_threshold);
     std::lock_guard<std::mutex> lock(mu_);
     checking_.erase(session.id);
   });
 }
 
-void SummaryTrigger::CheckNow(const Session& session) {
+void SummaryTrigger::CheckNow(const Session& session, bool over_threshold) {
   const std::string& id = session.id;
   auto cfg = deps_.config->Get();
   const int64_t budget = SessionHistoryBudget(*cfg, session);
@@ -70,7 +77,7 @@ void SummaryTrigger::CheckNow(const Session& session) {
     tokens += m.tokens;
   }
   const int64_t count = static_cast<int64_t>(uncovered.size());
-  if (tokens <= threshold_tokens && count <= message_threshold) {
+  if (!over_threshold && tokens <= threshold_tokens && count <= message_threshold) {
     // Due again exactly when enough has been appended to cross one of them.
     return Remember(id, {session.total_tokens + (threshold_tokens - tokens) + 1,
                          session.message_count + (message_threshold - count) + 1});
@@ -84,7 +91,9 @@ void SummaryTrigger::CheckNow(const Session& session) {
     return Remember(id, later);
   }
 
-  const std::string reason = tokens > threshold_tokens ? "threshold" : "message_threshold";
+  const std::string reason = tokens > threshold_tokens ? "threshold"
+                             : count > message_threshold ? "message_threshold"
+                                                         : "context";
   bool created = false;
   int64_t job_id = 0;
   Status st = deps_.db->Write([&](Txn& txn) -> Status {
@@ -109,8 +118,8 @@ void SummaryTrigger::CheckNow(const Session& session) {
     return;
   }
   // The job covers what is there now: worth another only after a chunk's worth more.
-  Remember(id, {session.total_tokens + options.leaf_chunk_tokens,
-                session.message_count + std::max<int64_t>(8, message_threshold / 2)});
+  RememberJob(id, {session.total_tokens + options.leaf_chunk_tokens,
+                   session.message_count + std::max<int64_t>(8, message_threshold / 2)});
   if (created) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -124,8 +133,17 @@ void SummaryTrigger::CheckNow(const Session& session) {
 
 void SummaryTrigger::Remember(const std::string& id, NextCheck next) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (next_.size() >= kMaxTracked && next_.count(id) == 0) next_.clear();  // re-learned lazily
-  next_[id] = next;
+  if (tracked_.size() >= kMaxTracked && tracked_.count(id) == 0) tracked_.clear();  // re-learned
+  Tracked& t = tracked_[id];
+  t.next = next;
+}
+
+void SummaryTrigger::RememberJob(const std::string& id, NextCheck after_job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (tracked_.size() >= kMaxTracked && tracked_.count(id) == 0) tracked_.clear();
+  Tracked& t = tracked_[id];
+  t.after_job = after_job;
+  t.next = after_job;
 }
 
 int64_t SummaryTrigger::checks() const {

@@ -12,7 +12,9 @@
 //  - the real check (the summaries' coverage and the uncovered messages' sizes, read
 //    from SQLite) runs on a worker, and the enqueue is one write with its
 //    summarization.queued event.
-// The context path queues jobs too (on the budget the agent asked for); both dedupe.
+// A context the assembler found over the thresholds on the budget its request asked for
+// (a window smaller than the session's) asks for the same check, minus the thresholds
+// (Warned). Either way a job is queued at most once per leaf chunk's worth of history.
 // Thread-safe.
 #pragma once
 
@@ -34,10 +36,13 @@ class SummaryTrigger {
   explicit SummaryTrigger(const ServiceDeps& deps) : deps_(deps) {}
 
   // `session` as the append left it (its counters include the new messages).
-  void Appended(const Session& session);
+  void Appended(const Session& session) { Consider(session, false); }
+  // A context of `session` found it over the thresholds on its request's budget (which
+  // may be smaller than the session's): only whether a job would have work is checked.
+  void Warned(const Session& session) { Consider(session, true); }
 
-  // Checks (and queues) now, on this thread. What Appended runs on a worker.
-  void CheckNow(const Session& session);
+  // Checks (and queues) now, on this thread. What Appended and Warned run on a worker.
+  void CheckNow(const Session& session, bool over_threshold = false);
 
   int64_t checks() const;  // real checks run (a test's view of "cheap")
   int64_t queued() const;  // jobs this trigger created
@@ -48,11 +53,17 @@ class SummaryTrigger {
     int64_t tokens = 0;
     int64_t messages = 0;
   };
+  struct Tracked {
+    NextCheck next;       // under the thresholds: when they can be crossed
+    NextCheck after_job;  // a job was queued: nothing more before a leaf chunk's worth
+  };
+  void Consider(const Session& session, bool over_threshold);
   void Remember(const std::string& id, NextCheck next);
+  void RememberJob(const std::string& id, NextCheck after_job);
 
   ServiceDeps deps_;
   mutable std::mutex mu_;
-  std::unordered_map<std::string, NextCheck> next_;
+  std::unordered_map<std::string, Tracked> tracked_;
   std::unordered_set<std::string> checking_;  // a check is queued or running
   int64_t checks_ = 0;
   int64_t queued_ = 0;

@@ -46,6 +46,29 @@ TEST_F(CompactRouteTest, SummarizesAndAnswersWithTheNextContext) {
   EXPECT_EQ(again.body.at("compaction").at("leaves").as_int64(), 0);
 }
 
+// An agent that already had contexts (an anchor, no summary yet) and whose provider
+// refused the last one: the compacted answer shows the new summaries in place of what
+// they cover, so it is smaller than the refused context, and the next context too.
+TEST_F(CompactRouteTest, AfterEarlierContextsTheAnswerIsSmallerThanTheRefusedContext) {
+  ASSERT_TRUE(Create("a").ok());
+  ASSERT_TRUE(Append("a", Rounds(12)).status.ok());
+  const std::string window = R"({"context_window":32000,"max_output_tokens":2000})";
+  ApiReply refused = Call("POST", "/v1/sessions/a/context", window);
+  ASSERT_EQ(refused.status, 200) << refused.raw;
+  const int64_t refused_tokens = refused.body.at("budget").at("used_tokens").as_int64();
+  ASSERT_EQ(refused.body.at("budget").at("summaries").at("included").as_int64(), 0);
+
+  ApiReply r = Call("POST", "/v1/sessions/a/compact", window);
+  ASSERT_EQ(r.status, 200) << r.raw;
+  ASSERT_GE(r.body.at("compaction").at("leaves").as_int64(), 1);
+  const json::object& budget = r.body.at("budget").as_object();
+  EXPECT_GE(budget.at("summaries").at("included").as_int64(), 1);
+  EXPECT_LT(budget.at("used_tokens").as_int64(), refused_tokens / 2);
+  ApiReply next = Call("POST", "/v1/sessions/a/context", window);
+  ASSERT_EQ(next.status, 200) << next.raw;
+  EXPECT_EQ(next.body.at("messages"), r.body.at("messages"));
+}
+
 TEST_F(CompactRouteTest, BadInputIsNamedAndAnUnknownSessionIs404) {
   ASSERT_TRUE(Create("s").ok());
   ApiReply unknown_key = Call("POST", "/v1/sessions/s/compact", R"({"force":true})");

@@ -215,7 +215,9 @@ TEST_F(ServiceContextTest, AnchorIsPersistedAndUsedAfterARestart) {
   EXPECT_EQ(again->context.messages, moved->context.messages);
 }
 
-TEST_F(ServiceContextTest, SummarizeJobIsEnqueuedOnceWhileOneIsActive) {
+TEST_F(ServiceContextTest, AContextOverTheThresholdsQueuesOneJobOffItsPath) {
+  // Small leaf chunks: the ~5,000 tokens outside the fresh tail are worth a job.
+  SetConfig([](DaemonConfig& c) { c.summarizer.leaf_chunk_tokens = 2000; });
   CreateAgentSession("w");
   std::vector<Message> chat;
   for (int i = 0; i < 40; ++i) {
@@ -223,19 +225,26 @@ TEST_F(ServiceContextTest, SummarizeJobIsEnqueuedOnceWhileOneIsActive) {
                               : Message::Assistant(Words(60, "a" + std::to_string(i) + "_")));
   }
   ASSERT_TRUE(Append("w", chat).status.ok());
+  services_->workers.Drain();
+  // Under the session's own budget: the append queued nothing.
+  ASSERT_TRUE(Events("summarization.queued").empty());
 
+  // A smaller window than the session's: over the thresholds on this request's budget.
   Result<ContextOutcome> first = Context("w", 15000, 1000);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   ASSERT_EQ(first->context.report.zone, "warning") << ReportText(*first);
   EXPECT_TRUE(first->context.report.should_summarize);
   EXPECT_TRUE(first->context.report.newly_pruned_seqs.empty());
-  EXPECT_TRUE(first->wrote);  // the job had to exist before the answer
+  EXPECT_FALSE(first->wrote);  // the answer waits for no write: the check runs after it
+  services_->workers.Drain();
 
   Result<ContextOutcome> second = Context("w", 15000, 1000);
   ASSERT_TRUE(second.ok()) << second.status().ToString();
   ASSERT_EQ(second->context.report.zone, "warning");
   EXPECT_TRUE(second->context.report.should_summarize);
-  EXPECT_FALSE(second->wrote);  // one is active: nothing to persist first
+  EXPECT_FALSE(second->wrote);
+  services_->workers.Drain();
+  EXPECT_EQ(services_->trigger.queued(), 1);
 
   Result<std::vector<Job>> jobs = stores_->jobs.List(ListOptions{});
   ASSERT_TRUE(jobs.ok());
@@ -244,7 +253,7 @@ TEST_F(ServiceContextTest, SummarizeJobIsEnqueuedOnceWhileOneIsActive) {
   EXPECT_EQ((*jobs)[0].session_id, "w");
   EXPECT_EQ((*jobs)[0].state, "queued");
   EXPECT_EQ((*jobs)[0].created_at_ms, kStartMs);
-  EXPECT_EQ(json::parse((*jobs)[0].payload_json).at("reason").as_string(), "warning");
+  EXPECT_EQ(json::parse((*jobs)[0].payload_json).at("reason").as_string(), "context");
   std::vector<AuditEvent> queued = Events("summarization.queued");
   ASSERT_EQ(queued.size(), 1u);
   EXPECT_EQ(queued[0].session_id, "w");
