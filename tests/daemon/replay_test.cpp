@@ -387,7 +387,9 @@ TEST_F(SocketReplayTest, SyntheticTwoThousandTurnsAt28kKeepTheTaskFilesAndErrors
   EXPECT_GE(kept * 100, static_cast<int>(all) * 95) << text.substr(0, 6000);
 
   // Summarization ran in the background, and did not loop: jobs at most one per leaf
-  // chunk (20,000 tokens) of stored history.
+  // chunk of stored history. At this budget the chunk is half the session's history
+  // budget (28,000 less the default reserves: 20,800), 10,400 tokens, not the configured
+  // 20,000 (daemon/service/summarization_service.cpp SessionSummarizerOptions).
   Result<ClientResponse> session = daemon_->Call("GET", "/v1/sessions/long", "");
   ASSERT_TRUE(session.ok());
   const int64_t total_tokens =
@@ -403,7 +405,7 @@ TEST_F(SocketReplayTest, SyntheticTwoThousandTurnsAt28kKeepTheTaskFilesAndErrors
               static_cast<long long>(total_tokens), jobs, summaries);
   EXPECT_GE(jobs, 1u);
   EXPECT_GE(summaries, jobs);
-  EXPECT_LE(static_cast<int64_t>(jobs), total_tokens / 20000 + 1);
+  EXPECT_LE(static_cast<int64_t>(jobs), total_tokens / 10400 + 1);
 }
 
 }  // namespace

@@ -63,7 +63,13 @@ TEST_F(CompactRouteTest, AfterEarlierContextsTheAnswerIsSmallerThanTheRefusedCon
   ASSERT_GE(r.body.at("compaction").at("leaves").as_int64(), 1);
   const json::object& budget = r.body.at("budget").as_object();
   EXPECT_GE(budget.at("summaries").at("included").as_int64(), 1);
-  EXPECT_LT(budget.at("used_tokens").as_int64(), refused_tokens / 2);
+  // The covered messages are replaced by their summaries (headers included): the
+  // context shrinks by most of what the compaction saved.
+  const json::object& c = r.body.at("compaction").as_object();
+  const int64_t saved = c.at("tokens_before").as_int64() - c.at("tokens_after").as_int64();
+  EXPECT_GT(saved, refused_tokens / 4);
+  EXPECT_LT(budget.at("used_tokens").as_int64(), refused_tokens - saved * 3 / 4)
+      << "refused " << refused_tokens << ", saved " << saved;
   ApiReply next = Call("POST", "/v1/sessions/a/context", window);
   ASSERT_EQ(next.status, 200) << next.raw;
   EXPECT_EQ(next.body.at("messages"), r.body.at("messages"));
