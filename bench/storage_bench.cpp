@@ -126,6 +126,8 @@ struct AppendResult {
   double p50_ms = 0, p99_ms = 0;
   double avg_group = 0;       // write calls per committed transaction
   double cpu_us_per_msg = 0;  // process CPU (all threads) per acknowledged message
+  double writer_us_per_msg = 0;  // the writer thread's CPU per message (the serial part)
+  double commit_ms = 0;          // average COMMIT (WAL fsync) time per transaction
   int64_t messages = 0;
   int64_t backlog = 0;                // messages not yet indexed when the writers stopped
   double catch_up_ms = 0;             // the first search after the run (indexes the backlog)
@@ -251,6 +253,12 @@ AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_
   r.cpu_us_per_msg_indexed =
       r.messages > 0 ? cpu_indexed * 1e6 / static_cast<double>(r.messages) : 0;
   r.index_transactions = stats.index_transactions;
+  r.writer_us_per_msg = r.messages > 0 ? static_cast<double>(stats.writer_cpu_us) /
+                                             static_cast<double>(r.messages)
+                                       : 0;
+  r.commit_ms = stats.transactions > 0 ? static_cast<double>(stats.commit_us_total) / 1e3 /
+                                             static_cast<double>(stats.transactions)
+                                       : 0;
   db->reset();
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
   return r;
@@ -412,9 +420,10 @@ int main(int argc, char** argv) {
   std::printf("messages: chat %.0f B avg, trajectory %.0f B avg (%zu real agent messages)\n\n",
               AverageBytes(corpus.chat), AverageBytes(corpus.trajectory), corpus.trajectory.size());
   std::printf("Durable appends (each acknowledged after its transaction committed)\n");
-  std::printf("  %-18s %-11s %7s %6s %12s %10s %9s %9s %10s %10s | %8s %8s %9s %12s\n", "mode",
-              "messages", "writers", "batch", "messages/s", "calls/s", "p50 ms", "p99 ms",
-              "calls/txn", "cpu us/msg", "backlog", "idx txns", "catchup ms", "cpu+idx us/msg");
+  std::printf("  %-18s %-11s %7s %6s %12s %10s %9s %9s %10s %10s %10s %10s | %8s %8s %9s %12s\n",
+              "mode", "messages", "writers", "batch", "messages/s", "calls/s", "p50 ms", "p99 ms",
+              "calls/txn", "cpu us/msg", "writer us", "commit ms", "backlog", "idx txns",
+              "catchup ms", "cpu+idx us/msg");
   struct Row {
     const char* mode;
     int max_batch;
@@ -439,10 +448,11 @@ int main(int argc, char** argv) {
           RunAppends(dir, row.writers, row.batch, row.max_batch, seconds,
                      row.trajectory ? corpus.trajectory : corpus.chat, group_wait_us, cache_budget);
       std::printf(
-          "  %-18s %-11s %7d %6d %12.0f %10.0f %9.2f %9.2f %10.1f %10.1f | %8lld %8lld %9.1f "
-          "%12.1f\n",
+          "  %-18s %-11s %7d %6d %12.0f %10.0f %9.2f %9.2f %10.1f %10.1f %10.1f %10.2f | %8lld "
+          "%8lld %9.1f %12.1f\n",
           row.mode, row.trajectory ? "trajectory" : "chat", row.writers, row.batch, r.msgs_per_s,
-          r.calls_per_s, r.p50_ms, r.p99_ms, r.avg_group, r.cpu_us_per_msg,
+          r.calls_per_s, r.p50_ms, r.p99_ms, r.avg_group, r.cpu_us_per_msg, r.writer_us_per_msg,
+          r.commit_ms,
           static_cast<long long>(r.backlog), static_cast<long long>(r.index_transactions),
           r.catch_up_ms, r.cpu_us_per_msg_indexed);
       std::fflush(stdout);

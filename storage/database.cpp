@@ -1,6 +1,10 @@
 #include "storage/database.h"
 
+#include <linux/futex.h>
 #include <pthread.h>
+#include <time.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -35,17 +39,38 @@ Status SetCacheSize(Connection& c, const DatabaseOptions& options, const std::st
                 what);
 }
 
+int64_t ThreadCpuMicros() {
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
 }  // namespace
 
 class Database::Impl {
  public:
+  // `checkpointer`: a read-write connection for WAL checkpoints, or null (read-only).
   Impl(std::string path, DatabaseOptions options, std::unique_ptr<Connection> writer,
-       std::unique_ptr<BackgroundWork> background)
+       std::unique_ptr<BackgroundWork> background, std::unique_ptr<Connection> checkpointer)
       : path_(std::move(path)),
         options_(options),
         writer_(std::move(writer)),
-        background_(std::move(background)) {
+        background_(std::move(background)),
+        checkpointer_(std::move(checkpointer)) {
     writer_cache_bytes_ = writer_->CacheUsedBytes();
+    if (checkpointer_) {
+      // The WAL is copied back into the database file by a thread of its own, not in
+      // the COMMIT of the write transaction that crossed the threshold (SQLite's
+      // automatic checkpoint would stall every writer waiting on that transaction).
+      const int threshold = std::max(1, options_.checkpoint_pages);
+      writer_->SetWalHook([this, threshold](int frames) {
+        if (frames >= threshold) RequestCheckpoint();
+      });
+      checkpoint_thread_ = std::thread([this] {
+        pthread_setname_np(pthread_self(), "missy-ckpt");
+        CheckpointLoop();
+      });
+    }
     writer_thread_ = std::thread([this] {
       pthread_setname_np(pthread_self(), "missy-writer");  // for top -H and perf
       WriterLoop();
@@ -59,6 +84,14 @@ class Database::Impl {
     }
     queue_cv_.notify_all();
     writer_thread_.join();
+    if (checkpoint_thread_.joinable()) {
+      {
+        std::lock_guard lock(checkpoint_mu_);
+        checkpoint_stopping_ = true;
+      }
+      checkpoint_cv_.notify_one();
+      checkpoint_thread_.join();
+    }
   }
 
   Status Write(WriteFn fn) {
@@ -97,7 +130,9 @@ class Database::Impl {
 
   WriterStats Stats() {
     std::lock_guard lock(mu_);
-    return stats_;
+    WriterStats out = stats_;
+    out.queue_depth = static_cast<int64_t>(queue_.size());
+    return out;
   }
 
   DatabaseMemoryStats MemoryStats() {
@@ -121,21 +156,30 @@ class Database::Impl {
     std::function<void(Status)> done;  // async only
     bool async = false;
     Status status;
-    // Sync only. (Not a std::binary_semaphore: libstdc++ spins and yields before it
-    // sleeps, CPU the writer needs on a small machine.)
-    std::mutex mu;
-    std::condition_variable cv;
-    bool finished = false;  // guarded by mu
+    // Sync only: the callers of one transaction wake each other in a binary tree (the
+    // writer wakes the first; each woken caller wakes the next two), so the writer makes
+    // one wake-up system call per transaction instead of one per caller, and no caller
+    // contends for a lock on the way out. (Not a condition variable: the woken caller
+    // would fight the writer for its mutex. Not std::binary_semaphore: libstdc++ spins
+    // and yields before it sleeps, CPU the writer needs on a small machine.)
+    std::atomic<uint32_t> woken{0};
+    Request* wake_next[2] = {nullptr, nullptr};  // set by the writer before `woken`
 
     void Wait() {
-      std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return finished; });
+      while (woken.load(std::memory_order_acquire) == 0) {
+        syscall(SYS_futex, reinterpret_cast<uint32_t*>(&woken), FUTEX_WAIT_PRIVATE, 0, nullptr,
+                nullptr, 0);
+      }
+      for (Request* next : wake_next) {
+        if (next) next->Wake();
+      }
     }
-    // The request may be gone as soon as `mu` is released.
-    void Finish() {
-      std::lock_guard lock(mu);
-      finished = true;
-      cv.notify_one();
+    // The request may be gone as soon as `woken` is set (its caller may already be
+    // awake): the wake-up of a stale address is harmless, and nothing else touches it.
+    void Wake() {
+      woken.store(1, std::memory_order_release);
+      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&woken), FUTEX_WAKE_PRIVATE, 1, nullptr,
+              nullptr, 0);
     }
   };
 
@@ -149,6 +193,56 @@ class Database::Impl {
     if (wake) queue_cv_.notify_one();  // no system call unless the writer waits
   }
 
+  // --- The checkpointer -----------------------------------------------------------------
+
+  void RequestCheckpoint() {  // on the writer thread, inside its COMMIT
+    {
+      std::lock_guard lock(checkpoint_mu_);
+      if (checkpoint_requested_) return;
+      checkpoint_requested_ = true;
+    }
+    checkpoint_cv_.notify_one();
+  }
+
+  // Passive checkpoints never wait for a lock: writes go on meanwhile, and the writer
+  // starts the WAL over once a checkpoint copied all of it and no reader needs it.
+  void CheckpointLoop() {
+    for (;;) {
+      {
+        std::unique_lock lock(checkpoint_mu_);
+        checkpoint_cv_.wait(lock, [&] { return checkpoint_stopping_ || checkpoint_requested_; });
+        if (checkpoint_stopping_) return;
+        checkpoint_requested_ = false;
+      }
+      int wal_frames = -1, copied = -1;
+      Status st = checkpointer_->CheckpointPassive(&wal_frames, &copied);
+      {
+        std::lock_guard lock(mu_);
+        if (st.ok()) {
+          ++stats_.checkpoints;
+        } else {
+          ++stats_.failed_checkpoints;  // retried when the next commit crosses the threshold
+        }
+      }
+      // The writer kept appending meanwhile, so the WAL is never all copied when its next
+      // transaction begins, and SQLite starts the WAL over only then: the writer copies
+      // the few frames left itself, between two transactions (FinishCheckpoint).
+      if (st.ok()) finish_checkpoint_.store(true, std::memory_order_release);
+    }
+  }
+
+  // On the writer thread, outside a transaction, after the callers were woken.
+  void FinishCheckpoint() {
+    int wal_frames = -1, copied = -1;
+    Status st = writer_->CheckpointPassive(&wal_frames, &copied);
+    std::lock_guard lock(mu_);
+    if (st.ok()) {
+      ++stats_.checkpoints;
+    } else {
+      ++stats_.failed_checkpoints;
+    }
+  }
+
   // --- The writer ---------------------------------------------------------------------
 
   // Between write transactions the writer runs the background work: once no write
@@ -159,6 +253,7 @@ class Database::Impl {
   void WriterLoop() {
     std::vector<Request*> batch;
     std::vector<Request*> async_done;
+    std::vector<Request*> sync_done;
     auto last_write = std::chrono::steady_clock::now();
     const auto idle = std::chrono::milliseconds(std::max(0, options_.index_idle_ms));
     const int64_t bound = std::max<int64_t>(0, options_.max_index_backlog);
@@ -207,26 +302,35 @@ class Database::Impl {
         std::lock_guard lock(mu_);
         if (committed && pending >= 0) pending_ = pending;
         if (committed) ++stats_.transactions;
+        if (committed) {
+          stats_.commit_us_total +=
+              std::chrono::duration_cast<std::chrono::microseconds>(last_commit).count();
+        }
+        stats_.writer_cpu_us = ThreadCpuMicros();
         if (synced) ++stats_.commits_with_fsync;
         stats_.writes += static_cast<int64_t>(batch.size());
         stats_.max_batch = std::max(stats_.max_batch, static_cast<int64_t>(batch.size()));
         for (Request* r : batch) stats_.failed_writes += r->status.ok() ? 0 : 1;
       }
-      // Each sync caller is woken on its own. A sync request lives on its caller's
-      // stack: once released it may be gone.
-      for (Request* r : batch) {
-        if (r->async) {
-          async_done.push_back(r);
-        } else {
-          r->Finish();
+      // A sync request lives on its caller's stack: once woken it may be gone, so the
+      // wake-up tree is linked first and only its root is woken here.
+      sync_done.clear();
+      for (Request* r : batch) (r->async ? async_done : sync_done).push_back(r);
+      for (size_t i = 0; i < sync_done.size(); ++i) {
+        for (size_t k = 0; k < 2; ++k) {
+          const size_t child = 2 * i + 1 + k;
+          sync_done[i]->wake_next[k] = child < sync_done.size() ? sync_done[child] : nullptr;
         }
       }
+      if (!sync_done.empty()) sync_done.front()->Wake();
+      sync_done.clear();
       for (Request* r : async_done) {
         if (r->done) r->done(std::move(r->status));
         delete r;
       }
       async_done.clear();
       batch.clear();
+      if (finish_checkpoint_.exchange(false, std::memory_order_acq_rel)) FinishCheckpoint();
     }
   }
 
@@ -444,6 +548,14 @@ class Database::Impl {
 
   std::atomic<int64_t> writer_cache_bytes_{0};  // sampled by the writer after each transaction
 
+  std::unique_ptr<Connection> checkpointer_;  // checkpoint thread only (null: read-only)
+  std::mutex checkpoint_mu_;
+  std::condition_variable checkpoint_cv_;
+  bool checkpoint_requested_ = false;  // guarded by checkpoint_mu_
+  bool checkpoint_stopping_ = false;   // guarded by checkpoint_mu_
+  std::atomic<bool> finish_checkpoint_{false};  // the checkpoint thread finished a pass
+  std::thread checkpoint_thread_;
+
   std::mutex readers_mu_;
   std::condition_variable readers_cv_;                     // a reader was released
   std::vector<std::unique_ptr<Connection>> idle_readers_;  // guarded by readers_mu_
@@ -521,8 +633,18 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path,
         c.Exec("PRAGMA max_page_count = " + std::to_string(options.max_page_count)));
   }
   MISSY_RETURN_IF_ERROR(schema::Migrate(c));
-  auto impl =
-      std::make_unique<Impl>(path, options, std::move(*conn), std::make_unique<MessageIndexer>());
+  std::unique_ptr<Connection> checkpointer;
+  if (!options.read_only) {
+    auto opened = Connection::Open(path, Connection::Mode::kReadWrite);
+    if (!opened.ok()) return opened.status();
+    // FULL: the database file is fsynced before the WAL is started over. A small cache:
+    // a checkpoint copies pages from the WAL file, not through the cache.
+    MISSY_RETURN_IF_ERROR((*opened)->Exec("PRAGMA synchronous = FULL; PRAGMA cache_size = -256",
+                                          "database " + path + ": set checkpointer pragmas"));
+    checkpointer = std::move(*opened);
+  }
+  auto impl = std::make_unique<Impl>(path, options, std::move(*conn),
+                                     std::make_unique<MessageIndexer>(), std::move(checkpointer));
   return std::unique_ptr<Database>(new Database(std::move(impl)));
 }
 

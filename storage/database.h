@@ -54,6 +54,8 @@ struct DatabaseOptions {
                                                    // together, split evenly between the
                                                    // writer and max_readers readers
                                                    // (PRAGMA cache_size = -KiB on each)
+  int checkpoint_pages = 1000;  // a checkpoint thread copies the WAL back into the database
+                                // file once it holds this many pages (SQLite's default)
   int max_readers = 6;  // read connections open at once; a Read waits while all are busy
                         // (a Read nested in another on the same thread gets one more)
 };
@@ -80,6 +82,11 @@ struct WriterStats {
   int64_t commits_with_fsync = 0;  // committed transactions that changed rows (each fsyncs
                                    // the WAL; an empty one writes nothing)
   int64_t gather_waits = 0;        // times the writer waited for writes to gather
+  int64_t commit_us_total = 0;     // time spent in COMMIT (the WAL fsync) by write transactions
+  int64_t writer_cpu_us = 0;       // CPU time of the writer thread (as of its last transaction)
+  int64_t queue_depth = 0;         // writes queued now, not yet taken by a transaction
+  int64_t checkpoints = 0;         // WAL checkpoints run by the checkpoint thread
+  int64_t failed_checkpoints = 0;
 };
 
 // One write, running on the writer thread inside the group transaction (in its own

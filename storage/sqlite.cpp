@@ -185,6 +185,30 @@ Result<int64_t> Connection::QueryInt(const std::string& sql) {
 int64_t Connection::Changes() const { return sqlite3_changes64(db_); }
 int64_t Connection::TotalChanges() const { return sqlite3_total_changes64(db_); }
 int64_t Connection::LastInsertRowId() const { return sqlite3_last_insert_rowid(db_); }
+void Connection::SetWalHook(std::function<void(int)> hook) {
+  wal_hook_ = std::move(hook);
+  if (!wal_hook_) {
+    sqlite3_wal_hook(db_, nullptr, nullptr);
+    return;
+  }
+  sqlite3_wal_hook(
+      db_,
+      [](void* self, sqlite3*, const char*, int frames) {
+        static_cast<Connection*>(self)->wal_hook_(frames);
+        return SQLITE_OK;
+      },
+      this);
+}
+
+Status Connection::CheckpointPassive(int* wal_frames, int* checkpointed) {
+  *wal_frames = -1;
+  *checkpointed = -1;
+  const int rc =
+      sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, wal_frames, checkpointed);
+  if (rc != SQLITE_OK && rc != SQLITE_BUSY) return Error(rc, "checkpoint " + path_);
+  return Status::Ok();
+}
+
 bool Connection::InTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
 void Connection::SetBusyTimeout(int ms) { sqlite3_busy_timeout(db_, ms); }
 

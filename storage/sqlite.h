@@ -111,6 +111,13 @@ class Connection {
   void SetBusyTimeout(int ms);
   // Bytes of page cache this connection holds now (SQLITE_DBSTATUS_CACHE_USED).
   int64_t CacheUsedBytes() const;
+  // Calls `hook(frames)` on the committing thread after each commit, with the frames now
+  // in the WAL. Replaces SQLite's automatic checkpoint (which would run in the commit).
+  void SetWalHook(std::function<void(int frames)> hook);
+  // A passive checkpoint: copies the WAL frames no reader still needs into the database
+  // file without waiting for any lock. `*wal_frames` / `*checkpointed`: frames in the
+  // WAL and frames copied (both -1 if unknown).
+  Status CheckpointPassive(int* wal_frames, int* checkpointed);
   Status Error(int rc, std::string_view what) const { return StatusFromCode(db_, rc, what); }
   const std::string& path() const { return path_; }
 
@@ -118,6 +125,7 @@ class Connection {
   Connection(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   sqlite3* db_;
   std::string path_;
+  std::function<void(int)> wal_hook_;
   struct SqlHash {
     using is_transparent = void;
     size_t operator()(std::string_view sql) const { return std::hash<std::string_view>()(sql); }
