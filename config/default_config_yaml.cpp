@@ -36,8 +36,9 @@ std::string YamlString(std::string_view text) {
   return quoted + "\"";
 }
 
-// The key's value in `c`, as YAML.
-std::string ValueText(const ConfigKey& key, const DaemonConfig& c) {
+}  // namespace
+
+std::string KeyValueYaml(const ConfigKey& key, const DaemonConfig& c) {
   return std::visit(
       RuleVisitor{
           [&](const IntRule& r) { return std::to_string(r.field.get(c)); },
@@ -50,6 +51,8 @@ std::string ValueText(const ConfigKey& key, const DaemonConfig& c) {
       },
       key.rule);
 }
+
+namespace {
 
 // The key's comment: its doc, then what it accepts when that says more than the type.
 std::string CommentText(const ConfigKey& key) {
@@ -124,7 +127,7 @@ std::string DefaultConfigYaml() {
       out += indent + "# " + std::string(note.substr(0, eol)) + "\n";
       note = eol == std::string_view::npos ? "" : note.substr(eol + 1);
     }
-    AppendLine(&out, indent + std::string(leaf) + ": " + ValueText(key, defaults),
+    AppendLine(&out, indent + std::string(leaf) + ": " + KeyValueYaml(key, defaults),
                CommentText(key));
   }
   return out;

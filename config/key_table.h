@@ -117,6 +117,17 @@ std::string ContextKeyPath(std::string_view path);
 // ("budget.system_reserve").
 Status CheckCrossFieldRules(const DaemonConfig& config);
 
+// The key's value in `config`, as YAML ("20800", "0.8", "\"\"", "[]" for model rows).
+std::string KeyValueYaml(const ConfigKey& key, const DaemonConfig& config);
+
+// What the key accepts, in words: "integer, at least 16", "true | false",
+// "exact | heuristic", "path (\"\" = not set)".
+std::string AcceptedText(const ConfigKey& key);
+
+// docs/CONFIG.md's generated reference: one Markdown table per group of keys (key,
+// default, accepted values, meaning), from the table and a default DaemonConfig.
+std::string ConfigReferenceMarkdown();
+
 // The shortest text that reads back as the same double ("0.15", "1", "1e+30").
 std::string FormatNumber(double v);
 
