@@ -55,10 +55,13 @@ struct SummarizerBackendConfig {
   std::string provider;                // providers.<name> the llm backend calls; "" = default
 };
 
-// context.audit.*: retention of the audit log.
+// context.audit.*: retention of the audit log, and its optional JSONL mirror file.
 struct AuditConfig {
   int64_t retention_days = 30;         // events older than this are deleted (0 = no age limit)
   int64_t retention_events = 1000000;  // newest events kept (0 = no count limit)
+  std::string mirror;                  // JSONL copy of every event ("" = none); read at start
+  int64_t mirror_max_bytes = 64 << 20;  // the mirror is rotated before it grows past this
+  int64_t mirror_files = 5;             // rotated mirror files kept (<mirror>.1 ... .N)
 };
 
 struct DaemonConfig {

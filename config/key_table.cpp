@@ -131,6 +131,13 @@ const ConfigKey kKeys[] = {
      IntRule{At<&D::audit, &AuditConfig::retention_days>()}},
     {"audit.retention_events", "newest events kept (0 = no count limit)",
      IntRule{At<&D::audit, &AuditConfig::retention_events>()}},
+    {"audit.mirror", "JSONL copy of every audit event, mode 0600 (\"\" = none)",
+     PathRule{At<&D::audit, &AuditConfig::mirror>(), /*may_be_empty=*/true},
+     "Read at start (restart to change). Rotated by size: <mirror>.1 is the newest old file."},
+    {"audit.mirror_max_bytes", "the mirror is rotated before it grows past this",
+     IntRule{At<&D::audit, &AuditConfig::mirror_max_bytes>(), 4096}},
+    {"audit.mirror_files", "rotated mirror files kept",
+     IntRule{At<&D::audit, &AuditConfig::mirror_files>(), 1}},
 
     {"models", "rows added to or replacing the built-in model table",
      ModelRowsRule{At<&D::models>()},
@@ -147,7 +154,7 @@ const ConfigGroup kGroups[] = {
     {"summarizer", "background summarization of older history"},
     {"calibration", "correction from provider-reported usage"},
     {"limits", "resource limits"},
-    {"audit", "audit log retention"},
+    {"audit", "audit log retention and mirror file"},
 };
 
 }  // namespace

@@ -70,6 +70,9 @@ inline void ExpectDefaults(const DaemonConfig& c) {
   EXPECT_EQ(c.limits.cache_idle_seconds, 60);
   EXPECT_EQ(c.audit.retention_days, 30);
   EXPECT_EQ(c.audit.retention_events, 1000000);
+  EXPECT_EQ(c.audit.mirror, "");
+  EXPECT_EQ(c.audit.mirror_max_bytes, 64 << 20);
+  EXPECT_EQ(c.audit.mirror_files, 5);
   EXPECT_DOUBLE_EQ(c.context.threshold_pct, 0.75);
   EXPECT_EQ(c.context.message_threshold, 200);
   EXPECT_EQ(c.context.tool_output_max_tokens, 2500);
@@ -150,6 +153,9 @@ inline std::vector<std::pair<std::string, std::string>> Members(const DaemonConf
   add("limits.cache_idle_seconds", c.limits.cache_idle_seconds);
   add("audit.retention_days", c.audit.retention_days);
   add("audit.retention_events", c.audit.retention_events);
+  add("audit.mirror", c.audit.mirror);
+  add("audit.mirror_max_bytes", c.audit.mirror_max_bytes);
+  add("audit.mirror_files", c.audit.mirror_files);
   std::ostringstream models;
   models << std::setprecision(17);
   for (const ModelSpec& m : c.models.rows()) {

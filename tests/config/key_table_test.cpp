@@ -65,6 +65,9 @@ const std::map<std::string, std::string>& ExpectedMembers() {
       {"limits.cache_idle_seconds", "limits.cache_idle_seconds"},
       {"audit.retention_days", "audit.retention_days"},
       {"audit.retention_events", "audit.retention_events"},
+      {"audit.mirror", "audit.mirror"},
+      {"audit.mirror_max_bytes", "audit.mirror_max_bytes"},
+      {"audit.mirror_files", "audit.mirror_files"},
       {"models", "models"},
   };
   return *members;
