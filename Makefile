@@ -6,8 +6,9 @@ CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
+PREFIX ?= $(HOME)/.local
 
-.PHONY: all deps configure build run test test-slow test-all fuzz bench sanitize clean
+.PHONY: all deps configure build run test test-slow test-all fuzz bench sanitize clean install
 
 all: build
 
@@ -25,6 +26,12 @@ build: configure
 
 run: build
 	$(BUILD)/bin/missyd
+
+# missyd, missyctl, the tokenizer rank files and the systemd user units under PREFIX
+# (bin/, share/missyd/, share/systemd/user/).
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+	@echo "then: systemctl --user daemon-reload && systemctl --user enable --now missyd.socket"
 
 # The default suite: everything but the tests labelled slow (load, crash, fuzz).
 test: build

@@ -2,8 +2,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 
 #include "core/bpe_encoding.h"
 #include "core/digest.h"
@@ -25,7 +27,24 @@ TokenizerRegistry::TokenizerRegistry(std::string data_dir)
 
 TokenizerRegistry::~TokenizerRegistry() = default;
 
-std::string TokenizerRegistry::DefaultDataDir() { return MISSY_DATA_DIR; }
+// An installed missyd (<prefix>/bin/missyd) finds the rank files installed beside it in
+// <prefix>/share/missyd; a binary run from the build tree uses the build's data
+// directory (MISSY_DATA_DIR). context.data_dir, when set, is passed in and wins.
+std::string TokenizerRegistry::DefaultDataDir() {
+  static const std::string dir = [] {
+    std::error_code ec;
+    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec && exe.has_parent_path()) {
+      const std::filesystem::path installed =
+          (exe.parent_path() / ".." / "share" / "missyd").lexically_normal();
+      if (std::filesystem::is_regular_file(installed / "o200k_base.tiktoken", ec)) {
+        return installed.string();
+      }
+    }
+    return std::string(MISSY_DATA_DIR);
+  }();
+  return dir;
+}
 
 std::string TokenizerRegistry::RankFilePath(std::string_view encoding) const {
   return data_dir_ + "/" + std::string(encoding) + ".tiktoken";

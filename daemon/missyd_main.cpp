@@ -1,6 +1,6 @@
-// missyd: the context-window daemon. A thin main: parse arguments, load config, build
-// the subsystems in order, report READY, run the loop, exit 0 on SIGTERM/SIGINT.
-#include <spdlog/sinks/stdout_color_sinks.h>
+// missyd: the context-window daemon. A thin main: parse arguments, take the sockets
+// systemd passed (if any), load config, build the subsystems in order, report READY,
+// run the loop, exit 0 on SIGTERM/SIGINT. Systemd integration lives in daemon/ops/.
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #if defined(__GLIBC__)
@@ -8,21 +8,27 @@
 #endif
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
-
-#ifdef MISSY_HAVE_SYSTEMD
-#include <systemd/sd-daemon.h>
-#endif
 
 #include "config/config.h"
 #include "config/tokenizers.h"
 #include "daemon/audit/audit_bus.h"
+#include "daemon/audit/audit_mirror.h"
 #include "daemon/http/api.h"
 #include "daemon/net/server.h"
+#include "daemon/ops/listen_fds.h"
+#include "daemon/ops/logging.h"
+#include "daemon/ops/sd_notify.h"
+#include "daemon/ops/watchdog.h"
+#include "daemon/service/config_reloader.h"
 #include "daemon/service/ports.h"
 #include "daemon/service/services.h"
 #include "storage/database.h"
@@ -48,14 +54,6 @@ void PrintUsage() {
       "  --check-config    validate the config file and exit 0 (valid) or 1 (invalid)\n"
       "  --log-level L     override context.log_level (trace|debug|info|warn|error)\n"
       "  --version         print the version and exit\n");
-}
-
-void Notify(const char* state) {
-#ifdef MISSY_HAVE_SYSTEMD
-  sd_notify(0, state);
-#else
-  (void)state;
-#endif
 }
 
 }  // namespace
@@ -104,22 +102,42 @@ int main(int argc, char** argv) {
       return 0;
     }
 
+    // Sockets passed by systemd (missyd.socket) are taken first: they replace the
+    // configured socket paths.
+    Result<ops::ActivatedSockets> activated = ops::TakeActivatedSockets();
+    if (!activated.ok()) {
+      std::fprintf(stderr, "missyd: %s\n", activated.status().message().c_str());
+      return 1;
+    }
     bool created = false;
     Result<DaemonConfig> loaded = LoadOrCreateConfig(config_path, home, &created);
     if (!loaded.ok()) {
       std::fprintf(stderr, "missyd: %s\n", loaded.status().message().c_str());
       return 1;
     }
+    // What every config read keeps, at start-up and on reload: the command line's log
+    // level and the adopted sockets.
+    auto pin = [override = log_level_override, a = *activated](DaemonConfig& c) {
+      if (!override.empty()) c.log_level = override;
+      if (a.api_fd >= 0) c.socket_path = a.api_path;
+      if (a.audit_fd >= 0) c.audit_socket_path = a.audit_path;
+    };
     auto config = std::make_shared<DaemonConfig>(std::move(*loaded));
-    if (!log_level_override.empty()) config->log_level = log_level_override;
+    pin(*config);
 
-    auto logger = spdlog::stderr_color_mt("missyd");
-    spdlog::set_default_logger(logger);
-    spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    // Under systemd, lines go to the journal with their priority (daemon/ops/logging.h).
+    spdlog::set_default_logger(
+        ops::MakeStderrLogger("missyd", ops::StderrIsJournal() || activated->any()));
     spdlog::set_level(spdlog::level::from_str(config->log_level));
     if (created) spdlog::info("created default config at {}", config_path);
     spdlog::info("missyd {} starting (config {})", kVersion, config_path);
 
+    if (activated->any()) {
+      spdlog::info("socket activation: api {}, audit {}",
+                   activated->api_fd >= 0 ? activated->api_path : "(bound here)",
+                   activated->audit_fd >= 0 ? activated->audit_path : "(bound here)");
+    }
+    ops::NotifyStatus("opening the database");
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(config->database_path).parent_path(),
                                         ec);
@@ -137,6 +155,7 @@ int main(int argc, char** argv) {
 
     // Exact token counts need the rank files; a missing or corrupt one is a startup error
     // unless the config asks for the heuristic.
+    ops::NotifyStatus("loading tokenizers");
     TokenizerRegistry tokenizers(config->data_dir);
     if (config->tokenizer == TokenizerMode::kExact) {
       Status loaded_ranks = tokenizers.LoadAll();
@@ -163,6 +182,9 @@ int main(int argc, char** argv) {
     deps.tokenizers = &tokenizers;
     deps.audit = &audit;
     deps.config = &config_holder;
+    // Declared before the services, whose worker tasks (the reload route) use it.
+    std::optional<ConfigReloader> reloader;
+    std::unique_ptr<ops::Watchdog> watchdog;
     // The history cache gets half of the memory bound; SQLite's caches and the
     // rest of the daemon live in the other half.
     Services services(deps, static_cast<size_t>(config->limits.memory_mb) << 19);
@@ -174,6 +196,12 @@ int main(int argc, char** argv) {
     net.body_limit = static_cast<size_t>(config->limits.max_body_bytes);
     net.read_timeout = std::chrono::milliseconds(config->limits.read_timeout_ms);
     net.subscriber_buffer_bytes = static_cast<size_t>(config->limits.audit_client_buffer_bytes);
+    net.api_listen_fd = activated->api_fd;
+    net.audit_listen_fd = activated->audit_fd;
+    net.on_stopping = [&watchdog] {
+      ops::NotifyStopping("stopping: finishing requests in flight");
+      if (watchdog) watchdog->Stop();
+    };
     net.on_security_event = [&audit](const std::string& what, uint32_t uid, int32_t pid) {
       spdlog::warn("refused connection: {} (uid {}, pid {})", what, uid, pid);
       audit.Emit(AuditRecord{
@@ -195,41 +223,73 @@ int main(int argc, char** argv) {
       return 1;
     }
     NetServer* srv = server->get();
-    audit.SetPublisher([srv](int64_t seq, const std::string& type, std::string line) {
-      srv->Publish(seq, type, std::move(line));
-    });
-
-    // SIGHUP: parse into a new config and swap only on success (sockets and database
-    // paths need a restart).
-    srv->HandleSignals([&]() {
-      Result<DaemonConfig> fresh = LoadConfigFile(config_path, home);
-      if (!fresh.ok()) {
-        spdlog::error("reload failed, keeping the current config: {}", fresh.status().message());
-        audit.Emit(AuditRecord{
-            "config.reload_failed", "daemon", "error", "",
-            AuditDetail().Add("path", config_path).Add("error", fresh.status().message())});
-        return;
+    // The optional JSONL mirror gets every committed event before the subscribers do.
+    std::unique_ptr<AuditMirror> mirror;
+    if (!config->audit.mirror.empty()) {
+      AuditMirrorOptions mirror_options;
+      mirror_options.path = config->audit.mirror;
+      mirror_options.max_bytes = config->audit.mirror_max_bytes;
+      mirror_options.files = static_cast<int>(config->audit.mirror_files);
+      Result<std::unique_ptr<AuditMirror>> opened = AuditMirror::Open(mirror_options);
+      if (!opened.ok()) {
+        spdlog::critical("{} (context.audit.mirror)", opened.status().message());
+        return 1;
       }
-      auto next = std::make_shared<DaemonConfig>(std::move(*fresh));
-      spdlog::set_level(spdlog::level::from_str(next->log_level));
-      services.history.SetMaxBytes(static_cast<size_t>(next->limits.memory_mb) << 19);
-      services.history.SetIdleRelease(&clock, next->limits.cache_idle_seconds * 1000);
-      config_holder.Set(next);
-      spdlog::info("config reloaded from {}", config_path);
-      audit.Emit(AuditRecord{"config.reloaded", "daemon", "allow", "",
-                             AuditDetail().Add("path", config_path)});
-    });
+      mirror = std::move(*opened);
+      spdlog::info("audit events mirrored to {}", mirror->path());
+    }
+    audit.SetPublisher(
+        [srv, m = mirror.get()](int64_t seq, const std::string& type, std::string line) {
+          if (m != nullptr) m->Write(line);
+          srv->Publish(seq, type, std::move(line));
+        });
+
+    // SIGHUP and POST /v1/config/reload: parse into a new config and swap only on
+    // success (sockets and database paths need a restart).
+    auto serving = [&services, &api] {
+      return "serving: " + std::to_string(services.history.cached_sessions()) +
+             " sessions cached, " + std::to_string(api.requests()) + " requests";
+    };
+    ReloadOptions reload;
+    reload.config_path = config_path;
+    reload.missy_home = home;
+    reload.pin = pin;
+    reload.on_begin = [] { ops::NotifyReloading("reloading the config"); };
+    reload.on_end = [&serving](const Status& st) {
+      ops::NotifyReady(st.ok() ? serving()
+                               : "config rejected, kept the current one: " + st.message());
+    };
+    reloader.emplace(std::move(reload), config_holder, audit, &services.history, &clock);
+    srv->HandleSignals([&reloader] { (void)reloader->Reload(); });
 
     // Background summarization: its own thread, claiming jobs from the queue in SQLite
     // (jobs left by a previous run are picked up too).
     services.summarizer.Start();
     // Idle sessions' histories are released, and the memory they held goes back to the
     // system (glibc keeps freed heap pages otherwise).
-    srv->Every(std::chrono::seconds(15), [&services]() {
+    srv->Every(std::chrono::seconds(15), [&services, &serving]() {
+      ops::NotifyStatus(serving());
       services.workers.Post([&services] {
         if (services.history.EvictIdle() > 0) ReleaseFreeMemory();
       });
     });
+    // The watchdog pings at half of WatchdogSec while the loop and the writer answer.
+    if (const auto timeout = ops::WatchdogTimeout(); timeout.count() > 0) {
+      const auto period =
+          std::max(std::chrono::milliseconds(1),
+                   std::chrono::duration_cast<std::chrono::milliseconds>(timeout / 2));
+      Database* database = db->get();
+      watchdog = std::make_unique<ops::Watchdog>(
+          period,
+          [database](std::function<void()> committed) {
+            database->WriteAsync([](Txn&) { return Status::Ok(); },
+                                 [committed = std::move(committed)](Status) { committed(); });
+          },
+          [] { ops::NotifyWatchdog(); });
+      srv->Every(std::max(std::chrono::milliseconds(1), period / 4),
+                 [w = watchdog.get()] { w->LoopBeat(); });
+      spdlog::info("watchdog: pinging every {} ms", period.count());
+    }
     // Maintenance: audit retention (the chain stays verifiable) and jobs whose lease ended.
     srv->Every(std::chrono::minutes(10), [&services]() {
       services.workers.Post([&services] { services.admin.Maintain(); });
@@ -246,12 +306,16 @@ int main(int argc, char** argv) {
     std::printf("try: curl --unix-socket %s http://localhost/v1/health\n",
                 config->socket_path.c_str());
     std::fflush(stdout);
-    Notify("READY=1");
+    ops::NotifyReady(serving());
+    if (watchdog) watchdog->Start();
     srv->Run();
-    Notify("STOPPING=1");
+    if (watchdog) watchdog->Stop();
+    ops::NotifyStopping("stopping: finishing summarization");
     // The summarization job in progress finishes (its events are still published), then
     // nothing publishes to the server any more: it is destroyed before the services.
     services.summarizer.Stop();
+    services.workers.Drain();  // a reload still running finishes before its reloader goes
+    reloader.reset();
     (void)audit.EmitAndWait(AuditRecord{"daemon.stopped", "daemon", "allow", "", AuditDetail()});
     audit.SetPublisher(nullptr);
     spdlog::info("missyd stopped");

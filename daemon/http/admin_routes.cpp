@@ -1,8 +1,10 @@
-// /v1/health, /v1/config, /v1/audit, /v1/audit/verify, /v1/jobs, summaries, import
+// /v1/health, /v1/config, /v1/config/reload, /v1/audit, /v1/audit/verify, /v1/jobs,
+// summaries, import
 #include <boost/json/parse.hpp>
 
 #include "daemon/http/api.h"
 #include "daemon/http/encode.h"
+#include "daemon/service/config_reloader.h"
 #include "daemon/service/services.h"
 
 namespace missy::http {
@@ -43,6 +45,27 @@ void Api::AddAdminRoutes() {
     HttpResponse r;
     r.body = EffectiveConfigJson(*s.deps.config->Get()) + "\n";
     call->Reply(std::move(r));
+  });
+
+  // The SIGHUP path (ConfigReloader), on a worker: it reads a file.
+  router_.Add("POST", "/v1/config/reload", [&s](const std::shared_ptr<Call>& call) {
+    Result<json::object> body = ParseBody(call->request.body, /*empty_ok=*/true);
+    if (!body.ok()) return call->Fail(body.status());
+    if (Status st = CheckKnownKeys(*body, {}); !st.ok()) return call->Fail(st);
+    ConfigReloader* reloader = ConfigReloader::For(s.deps.config);
+    if (reloader == nullptr) {
+      return call->Fail(Status::Unavailable("config reload is not available in this process"));
+    }
+    RunOnWorker(s.deps, [call, reloader] {
+      Result<ReloadOutcome> r = reloader->Reload();
+      if (!r.ok()) return call->Fail(r.status());
+      json::array changed, restart;
+      for (const std::string& k : r->changed) changed.emplace_back(k);
+      for (const std::string& k : r->restart_required) restart.emplace_back(k);
+      call->Reply(200, json::object{{"reloaded", true},
+                                    {"changed", std::move(changed)},
+                                    {"restart_required", std::move(restart)}});
+    });
   });
 
   router_.Add("GET", "/v1/audit", [&s](const std::shared_ptr<Call>& call) {

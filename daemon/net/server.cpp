@@ -123,30 +123,20 @@ class ServerImpl final : public NetServer, public ServerContext {
   }
 
   Status Init() {
-    auto api_fd = BindUnixListener(options_.api_socket_path, &api_file_);
-    if (!api_fd.ok()) return api_fd.status();
-    api_acceptor_.emplace(ctl_);
-    error_code ec;
-    api_acceptor_->assign(Local(), *api_fd, ec);
-    if (ec) {
-      close(*api_fd);
-      return Status::Internal("cannot use listening socket " + options_.api_socket_path + ": " +
-                              ec.message());
+    Status api =
+        Listen(options_.api_listen_fd, options_.api_socket_path, &api_file_, &api_acceptor_);
+    if (!api.ok()) {
+      if (options_.audit_listen_fd >= 0) close(options_.audit_listen_fd);  // ours too
+      return api;
     }
-    if (!options_.audit_socket_path.empty()) {
-      if (options_.audit_socket_path == options_.api_socket_path) {
+    if (options_.audit_listen_fd >= 0 || !options_.audit_socket_path.empty()) {
+      if (options_.audit_listen_fd < 0 && options_.api_listen_fd < 0 &&
+          options_.audit_socket_path == options_.api_socket_path) {
         return Status::InvalidArgument("the audit socket path equals the API socket path: " +
                                        options_.audit_socket_path);
       }
-      auto audit_fd = BindUnixListener(options_.audit_socket_path, &audit_file_);
-      if (!audit_fd.ok()) return audit_fd.status();
-      audit_acceptor_.emplace(ctl_);
-      audit_acceptor_->assign(Local(), *audit_fd, ec);
-      if (ec) {
-        close(*audit_fd);
-        return Status::Internal("cannot use listening socket " + options_.audit_socket_path + ": " +
-                                ec.message());
-      }
+      MISSY_RETURN_IF_ERROR(Listen(options_.audit_listen_fd, options_.audit_socket_path,
+                                   &audit_file_, &audit_acceptor_));
     }
     asio::dispatch(ctl_, [this] {
       Accept(/*api=*/true);
@@ -265,6 +255,26 @@ class ServerImpl final : public NetServer, public ServerContext {
   }
 
  private:
+  // Adopts `adopted` (>= 0, socket activation) or binds `path`, into `acceptor`.
+  Status Listen(int adopted, const std::string& path, SocketFile* file,
+                std::optional<Local::acceptor>* acceptor) {
+    int fd = adopted;
+    if (fd < 0) {
+      auto bound = BindUnixListener(path, file);
+      if (!bound.ok()) return bound.status();
+      fd = *bound;
+    }
+    acceptor->emplace(ctl_);
+    error_code ec;
+    (*acceptor)->assign(Local(), fd, ec);
+    if (ec) {
+      close(fd);
+      acceptor->reset();
+      return Status::Internal("cannot use listening socket " + path + ": " + ec.message());
+    }
+    return Status::Ok();
+  }
+
   void RunLoop() {
     for (;;) {
       try {

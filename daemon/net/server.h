@@ -137,7 +137,12 @@ using BacklogProvider = std::function<std::vector<std::string>(
 
 struct NetOptions {
   std::string api_socket_path;
-  std::string audit_socket_path;  // empty: no broadcast server
+  std::string audit_socket_path;  // empty: no broadcast server (unless audit_listen_fd)
+  // Listening sockets bound by someone else (socket activation): the server takes
+  // ownership and serves them as they are; their socket files are neither created nor
+  // removed, and the *_socket_path above only names them in logs. -1: bind the path.
+  int api_listen_fd = -1;
+  int audit_listen_fd = -1;
   size_t body_limit = 8 * 1024 * 1024;
   size_t header_limit = 16 * 1024;
   std::chrono::milliseconds read_timeout{30000};  // also bounds each response write
@@ -154,7 +159,8 @@ struct NetOptions {
 
 class NetServer {
  public:
-  // Binds both sockets (or fails with a clear Status naming the path): kAlreadyExists
+  // Binds both sockets, or adopts the listening descriptors given in `options` (or
+  // fails with a clear Status naming the path): kAlreadyExists
   // when a server is live on a path or the path is not a socket, kInvalidArgument for
   // a path that is empty or too long for sockaddr_un (107 bytes).
   static Result<std::unique_ptr<NetServer>> Create(const NetOptions& options, HttpHandler handler,
