@@ -66,8 +66,11 @@ std::shared_ptr<BodyStream> SyncExchange::Stream(int status, std::string content
 }  // namespace
 
 Api::Api(Services& services, std::string version)
-    : services_(services), version_(std::move(version)), router_(services.deps.audit) {
+    : services_(services),
+      version_(std::move(version)),
+      router_(services.deps.audit, &services.metrics) {
   AddAdminRoutes();
+  AddMetricsRoutes();
   AddSessionRoutes();
   AddContextRoutes();
   AddMemoryRoutes();

@@ -2,7 +2,8 @@
 // parses the request, calls one use case and encodes its answer; answers that wait
 // for a commit complete later, from a service worker thread, through the
 // connection's HttpExchange. Thread-safe. Routes are registered per resource
-// (sessions_routes.cpp, context_routes.cpp, memory_routes.cpp, admin_routes.cpp).
+// (sessions_routes.cpp, context_routes.cpp, memory_routes.cpp, admin_routes.cpp), and
+// GET /metrics (metrics_routes.cpp) in the Prometheus text format.
 #pragma once
 
 #include <atomic>
@@ -34,6 +35,7 @@ class Api {
   void AddContextRoutes();
   void AddMemoryRoutes();
   void AddAdminRoutes();
+  void AddMetricsRoutes();
 
   Services& services_;
   std::string version_;

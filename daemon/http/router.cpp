@@ -2,10 +2,61 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+#include <chrono>
+
 #include "daemon/audit/audit_bus.h"
+#include "daemon/metrics/daemon_metrics.h"
 #include "daemon/service/session_service.h"
 
 namespace missy::http {
+
+namespace {
+
+constexpr char kUnmatched[] = "unmatched";
+
+// Counts one answer under its route and method and times it, then hands it on.
+class MeteredExchange final : public HttpExchange {
+ public:
+  MeteredExchange(std::shared_ptr<HttpExchange> inner, metrics::DaemonMetrics& metrics,
+                  std::string_view method)
+      : inner_(std::move(inner)),
+        metrics_(metrics),
+        method_(metrics::MethodLabel(method)),
+        start_(std::chrono::steady_clock::now()) {}
+  // Unanswered: the inner exchange answers 500 once released.
+  ~MeteredExchange() override { Record(500); }
+
+  // Before the answer (on the routing thread, which hands the call on).
+  void set_route(std::string route) { route_ = std::move(route); }
+
+  void Send(HttpResponse response) override {
+    Record(response.status);
+    inner_->Send(std::move(response));
+  }
+  std::shared_ptr<BodyStream> Stream(int status, std::string content_type) override {
+    Record(status);
+    return inner_->Stream(status, std::move(content_type));
+  }
+
+ private:
+  void Record(int status) {
+    if (recorded_.exchange(true)) return;
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start_;
+    const std::string method(method_);
+    metrics_.http_requests.With({method, route_, std::to_string(status)}).Inc();
+    metrics_.http_duration.With({method, route_}).Observe(took.count());
+  }
+
+  std::shared_ptr<HttpExchange> inner_;
+  metrics::DaemonMetrics& metrics_;
+  std::string_view method_;
+  std::string route_ = kUnmatched;
+  std::chrono::steady_clock::time_point start_;
+  std::atomic<bool> recorded_{false};
+};
+
+}  // namespace
 
 void Call::Audit(int http, std::string_view code, const std::string& message,
                  const std::string& field, std::string_view session_id) {
@@ -23,7 +74,7 @@ void Call::Audit(int http, std::string_view code, const std::string& message,
 
 void Call::Reject(int http, std::string_view code, const std::string& message) {
   Audit(http, code, message, "", "");
-  spdlog::info("{} {} -> {} {}", request.method, target.path, http, message);
+  spdlog::debug("{} {} -> {} {}", request.method, target.path, http, message);
   Reply(http, ErrorBody(code, message, ""));
 }
 
@@ -34,7 +85,7 @@ void Call::Fail(const Status& status, std::string_view session_id, const json::o
   if (http >= 500) {
     spdlog::error("{} {} -> {} {}", request.method, target.path, http, status.ToString());
   } else {
-    spdlog::info("{} {} -> {} {}", request.method, target.path, http, status.ToString());
+    spdlog::debug("{} {} -> {} {}", request.method, target.path, http, status.ToString());
   }
   json::object body = ErrorBody(ApiCodeOf(status.code()), message, status.field());
   if (extra != nullptr) {
@@ -44,7 +95,8 @@ void Call::Fail(const Status& status, std::string_view session_id, const json::o
 }
 
 void Router::Add(std::string method, std::string_view pattern, RouteHandler handler) {
-  Route route{std::move(method), ParseTarget(pattern).segments, std::move(handler)};
+  Route route{std::move(method), ParseTarget(pattern).segments, std::string(pattern),
+              std::move(handler)};
   routes_.push_back(std::move(route));
 }
 
@@ -64,6 +116,11 @@ bool Router::Match(const Route& route, const std::vector<std::string>& segments,
 }
 
 void Router::Handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange) const {
+  std::shared_ptr<MeteredExchange> metered;
+  if (metrics_ != nullptr) {
+    metered = std::make_shared<MeteredExchange>(std::move(exchange), *metrics_, request.method);
+    exchange = metered;
+  }
   RequestTarget target = ParseTarget(request.target);
   auto call =
       std::make_shared<Call>(std::move(request), std::move(target), std::move(exchange), audit_);
@@ -72,6 +129,9 @@ void Router::Handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange)
   std::vector<std::string> params;
   for (const Route& route : routes_) {
     if (!Match(route, segments, &params)) continue;
+    if (metered && (allowed.empty() || route.method == call->request.method)) {
+      metered->set_route(route.pattern);
+    }
     if (route.method != call->request.method) {
       if (allowed.find(route.method) == std::string::npos) {
         allowed += (allowed.empty() ? "" : ", ") + route.method;

@@ -3,6 +3,8 @@
 // must be a valid session id (else 400 naming "id"). No route: 404; a path that exists
 // with another method: 405 naming the allowed ones. A handler answers through its
 // Call, now or later from any thread; an exception it throws becomes a 500.
+// With metrics, every answer counts in missyd_http_requests_total and the latency
+// histogram under its route pattern ("unmatched" when no route's path matched).
 #pragma once
 
 #include <functional>
@@ -16,7 +18,10 @@
 
 namespace missy {
 class AuditBus;
+namespace metrics {
+class DaemonMetrics;
 }
+}  // namespace missy
 
 namespace missy::http {
 
@@ -55,7 +60,8 @@ using RouteHandler = std::function<void(const std::shared_ptr<Call>& call)>;
 
 class Router {
  public:
-  explicit Router(AuditBus* audit) : audit_(audit) {}
+  explicit Router(AuditBus* audit, metrics::DaemonMetrics* metrics = nullptr)
+      : audit_(audit), metrics_(metrics) {}
 
   void Add(std::string method, std::string_view pattern, RouteHandler handler);
   void Handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange) const;
@@ -64,12 +70,14 @@ class Router {
   struct Route {
     std::string method;
     std::vector<std::string> segments;  // "{x}" captures
+    std::string pattern;                // as given to Add: the metrics' route label
     RouteHandler handler;
   };
   static bool Match(const Route& route, const std::vector<std::string>& segments,
                     std::vector<std::string>* params);
 
   AuditBus* audit_;
+  metrics::DaemonMetrics* metrics_;
   std::vector<Route> routes_;
 };
 

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/metrics/net_stats.h"
 #include "daemon/net/connection.h"
 
 namespace missy::net {
@@ -100,7 +101,12 @@ class Subscriber final : public BroadcastSubscriber,
                          public std::enable_shared_from_this<Subscriber> {
  public:
   Subscriber(ServerContext* server, Local::socket socket)
-      : server_(server), socket_(std::move(socket)), timer_(socket_.get_executor()) {}
+      : server_(server), socket_(std::move(socket)), timer_(socket_.get_executor()) {
+    metrics::NetStats& stats = metrics::ProcessNetStats();
+    ++stats.audit_subscribers;
+    ++stats.audit_subscribers_total;
+  }
+  ~Subscriber() override { --metrics::ProcessNetStats().audit_subscribers; }
 
   void Start() override {
     asio::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->ReadFirstLine(); });
@@ -125,7 +131,8 @@ class Subscriber final : public BroadcastSubscriber,
   // Drops held lines at or below live_floor_ or of unwanted types. mu_ held.
   void PruneLocked();
   // Drops everything queued, sends `notice` (best effort) and closes. mu_ held.
-  void CutLocked(std::string notice);
+  // `too_slow`: the notice is a gap (counted in NetStats).
+  void CutLocked(std::string notice, bool too_slow = false);
   void ScheduleWriteLocked();  // mu_ held
   void DoWrite();
   void OnWrite(const error_code& ec);
@@ -224,7 +231,7 @@ void Subscriber::Begin(const SubscribeRequest& req) {
       json::object d;
       d["reason"] = "subscriber too slow";
       d["dropped_from_seq"] = std::max(handshake_dropped_from_, live_floor_ + 1);
-      CutLocked(NoticeLine("audit.gap", std::move(d)));
+      CutLocked(NoticeLine("audit.gap", std::move(d)), /*too_slow=*/true);
       return;
     }
   }
@@ -375,11 +382,16 @@ void Subscriber::Offer(const PublishedPtr& p) {
   json::object d;
   d["reason"] = "subscriber too slow";
   d["dropped_from_seq"] = dropped_from;
-  CutLocked(NoticeLine("audit.gap", std::move(d)));
+  CutLocked(NoticeLine("audit.gap", std::move(d)), /*too_slow=*/true);
 }
 
-void Subscriber::CutLocked(std::string notice) {
+void Subscriber::CutLocked(std::string notice, bool too_slow) {
   phase_ = Phase::kCutting;
+  if (too_slow) {
+    metrics::NetStats& stats = metrics::ProcessNetStats();
+    ++stats.audit_subscribers_cut;
+    stats.audit_lines_dropped += queue_.size() + pending_.size();
+  }
   for (const auto& p : queue_) queued_bytes_ -= p->bytes();
   for (const auto& p : pending_) queued_bytes_ -= p->bytes();
   queue_.clear();
@@ -456,6 +468,7 @@ void Subscriber::OnWrite(const error_code& ec) {
     std::lock_guard<std::mutex> lock(mu_);
     queued_bytes_ -= in_flight_bytes_;
     in_flight_bytes_ = 0;
+    metrics::ProcessNetStats().audit_lines_sent += in_flight_.size();
     in_flight_.clear();
     page_done = phase_ == Phase::kBacklog && backlog_pos_ >= backlog_.size();
   }

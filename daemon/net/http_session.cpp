@@ -4,6 +4,13 @@
 // A request is read, handed to the handler with an Exchange, and nothing more is read
 // until the answer (a response, or a stream up to its last chunk) has been written. The
 // exchange reaches back through ExchangeTarget, whose methods post to the strand.
+//
+// Lingering close: a client that writes its whole request before reading (Python's
+// http.client, requests) would get EPIPE or ECONNRESET instead of our 413 if we closed
+// with its body still arriving. So after the 413 is written the connection shuts its
+// sending side (the client sees the answer, then EOF) and reads and discards the rest of
+// the request: the declared Content-Length, or until the client closes, at most
+// kLingerBytes and for at most kLingerTime (or the read timeout, if shorter).
 #include <errno.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
@@ -26,12 +33,16 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <cctype>
+#include <charconv>
+#include <chrono>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <utility>
 #include <vector>
 
+#include "daemon/metrics/net_stats.h"
 #include "daemon/net/connection.h"
 #include "daemon/net/http_exchange.h"
 
@@ -44,7 +55,10 @@ namespace http = beast::http;
 using Local = asio::local::stream_protocol;
 using error_code = boost::system::error_code;
 
-constexpr size_t kStreamWriteBytes = 256 * 1024;  // one gathered write of a stream
+constexpr size_t kStreamWriteBytes = 256 * 1024;        // one gathered write of a stream
+constexpr uint64_t kLingerBytes = uint64_t{64} << 20;   // discarded after a 413, at most
+constexpr std::chrono::milliseconds kLingerTime{5000};  // ... and for at most this long
+constexpr size_t kLingerReadBytes = 64 * 1024;          // one discarding read
 
 std::string ChunkSizeLine(size_t size) {
   char buf[24];
@@ -57,7 +71,12 @@ class HttpSession final : public Connection,
                           public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(ServerContext* server, Local::socket socket, PeerCred peer)
-      : server_(server), stream_(std::move(socket)), peer_(peer) {}
+      : server_(server), stream_(std::move(socket)), peer_(peer) {
+    metrics::NetStats& stats = metrics::ProcessNetStats();
+    ++stats.http_connections_open;
+    ++stats.http_connections_total;
+  }
+  ~HttpSession() override { --metrics::ProcessNetStats().http_connections_open; }
 
   // Connection.
   void Start() override {
@@ -111,6 +130,12 @@ class HttpSession final : public Connection,
   void Send(int status, std::string content_type, std::string body, bool keep_alive);
   void OnWrite(const error_code& ec, bool keep_alive);
 
+  // Lingering close after a 413 (see the top of the file).
+  void Linger();
+  void LingerRead();
+  void OnLingerRead(const error_code& ec, size_t n);
+  void Discarded(size_t n);
+
   // Answering with a stream.
   void OnBeginStream(uint64_t request_id, std::shared_ptr<StreamState> state, int status,
                      std::string content_type);
@@ -131,6 +156,13 @@ class HttpSession final : public Connection,
   std::optional<http::response<http::string_body>> response_;
   bool busy_ = false;  // a request has started arriving and is not answered yet
   bool closed_ = false;
+
+  // Lingering close: set when the answer being written is a 413.
+  bool linger_ = false;
+  std::optional<uint64_t> linger_declared_;  // the request's Content-Length, if it had one
+  std::optional<uint64_t> linger_left_;      // of the declared body, still to discard
+  uint64_t linger_budget_ = 0;               // bytes we still accept to discard
+  std::unique_ptr<char[]> linger_buf_;
 
   // The request being answered.
   uint64_t request_id_ = 0;
@@ -210,12 +242,26 @@ void HttpSession::OnRead(const error_code& ec) {
 void HttpSession::OnReadError(const error_code& ec) {
   const auto& opts = server_->options();
   if (ec == http::error::body_limit) {
+    ++metrics::ProcessNetStats().http_body_too_large;
+    linger_ = true;
+    // Beast checks a Content-Length against the limit right after the header: what the
+    // buffer holds now is the start of the body.
+    const auto& req = parser_->get();
+    if (req.find(http::field::transfer_encoding) == req.end()) {
+      const std::string_view cl = req[http::field::content_length];
+      uint64_t declared = 0;
+      auto [end, perr] = std::from_chars(cl.data(), cl.data() + cl.size(), declared);
+      if (perr == std::errc() && end == cl.data() + cl.size() && !cl.empty()) {
+        linger_declared_ = declared;
+      }
+    }
     return Send(413, "application/json",
                 JsonError("payload_too_large",
                           "request body exceeds " + std::to_string(opts.body_limit) + " bytes"),
                 false);
   }
   if (ec == http::error::header_limit) {
+    ++metrics::ProcessNetStats().http_headers_too_large;
     return Send(431, "application/json",
                 JsonError("headers_too_large",
                           "request headers exceed " + std::to_string(opts.header_limit) + " bytes"),
@@ -223,6 +269,7 @@ void HttpSession::OnReadError(const error_code& ec) {
   }
   if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
       ec != http::error::partial_message && ec != http::error::end_of_stream) {
+    ++metrics::ProcessNetStats().http_malformed;
     return Send(400, "application/json",
                 JsonError("invalid_argument", "malformed HTTP request: " + ec.message()), false);
   }
@@ -302,8 +349,50 @@ void HttpSession::Send(int status, std::string content_type, std::string body, b
 void HttpSession::OnWrite(const error_code& ec, bool keep_alive) {
   response_.reset();
   busy_ = false;
+  if (!ec && linger_) return Linger();
   if (ec || !keep_alive) return Close();
   WaitForRequest();
+}
+
+// ---------------------------------------------------------------------------------------
+// Lingering close.
+
+void HttpSession::Linger() {
+  if (closed_) return;
+  if (server_->stopping()) return Close();  // not busy_: a stop that begins now closes too
+  ++metrics::ProcessNetStats().http_lingering_closes;
+  error_code ignored;
+  stream_.socket().shutdown(Local::socket::shutdown_send, ignored);  // the answer, then EOF
+  linger_budget_ = kLingerBytes;
+  if (linger_declared_) linger_left_ = *linger_declared_;
+  const size_t buffered = buffer_.size();
+  buffer_.consume(buffered);
+  Discarded(buffered);
+  stream_.expires_after(std::min(kLingerTime, server_->options().read_timeout));
+  linger_buf_ = std::make_unique<char[]>(kLingerReadBytes);
+  LingerRead();
+}
+
+void HttpSession::Discarded(size_t n) {
+  metrics::ProcessNetStats().http_lingering_bytes += n;
+  linger_budget_ -= std::min<uint64_t>(linger_budget_, n);
+  if (linger_left_) *linger_left_ -= std::min<uint64_t>(*linger_left_, n);
+}
+
+void HttpSession::LingerRead() {
+  if (closed_) return;
+  uint64_t want = std::min<uint64_t>(kLingerReadBytes, linger_budget_);
+  if (linger_left_) want = std::min(want, *linger_left_);
+  if (want == 0) return Close();  // the whole declared body, or as much as we take
+  stream_.async_read_some(
+      asio::buffer(linger_buf_.get(), static_cast<size_t>(want)),
+      [self = shared_from_this()](const error_code& ec, size_t n) { self->OnLingerRead(ec, n); });
+}
+
+void HttpSession::OnLingerRead(const error_code& ec, size_t n) {
+  Discarded(n);
+  if (ec) return Close();  // EOF (the client is done), the time bound, a reset, a stop
+  LingerRead();
 }
 
 // ---------------------------------------------------------------------------------------

@@ -21,6 +21,9 @@ class TokenizerRegistry;
 class Txn;
 class WorkerPool;
 struct Stores;
+namespace metrics {
+class DaemonMetrics;
+}
 
 // The configuration in force. Set() swaps it (reload); callers keep the snapshot they
 // took for the rest of their request. Thread-safe.
@@ -52,6 +55,7 @@ struct ServiceDeps {
   WorkerPool* workers = nullptr;           // where continuations run after a commit (null: inline)
   MemoryHitsCache* memory_hits = nullptr;  // told of every searchable change (null: none)
   std::function<void()> on_job_queued;     // wakes the summarization worker (empty: none)
+  metrics::DaemonMetrics* metrics = nullptr;  // counters the use cases bump (null: none)
 };
 
 // Tells deps.memory_hits that searchable content changed (see memory_hits_cache.h).

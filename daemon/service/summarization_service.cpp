@@ -7,6 +7,7 @@
 
 #include "core/extractive_summarizer.h"
 #include "daemon/audit/audit_bus.h"
+#include "daemon/metrics/daemon_metrics.h"
 #include "daemon/service/counting.h"
 #include "daemon/service/ports.h"
 #include "daemon/service/summary_backend.h"
@@ -22,6 +23,14 @@ constexpr int64_t kMinChunkTokens = 500;  // below this a summary saves too litt
 int64_t NowSteadyMs() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+// A stored summary, by the backend that wrote it and its kind ("leaf" | "condensed").
+void CountSummary(const ServiceDeps& deps, const BackendSummary& sum, const char* kind) {
+  metrics::DaemonMetrics* m = deps.metrics;
+  if (m == nullptr) return;
+  m->summaries.With({sum.backend, kind}).Inc();
+  if (!sum.fallback.empty()) m->summary_fallbacks.Inc();
 }
 
 // The backend that wrote `sum`, and why the configured one did not when it fell back.
@@ -157,10 +166,9 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     return out;  // nothing worth a summary yet: no event, no write
   }
   // Built only when there is work: an llm backend makes a provider client.
-  const SelectedBackend selected =
-      SelectSummaryBackend(*cfg,
-                           !request.backend.empty() ? request.backend : session->summarizer_backend,
-                           session->summarizer_provider, provider_options, deadline);
+  const SelectedBackend selected = SelectSummaryBackend(
+      *cfg, !request.backend.empty() ? request.backend : session->summarizer_backend,
+      session->summarizer_provider, provider_options, deadline, deps_.metrics);
   out.backend = selected.requested;
   if (!selected.fallback.empty()) {
     spdlog::warn("summarization of {}: {}; using the extractive backend", id, selected.fallback);
@@ -211,6 +219,7 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     Result<SummaryRecord> stored = Store(deps_, record, std::move(detail));
     if (!stored.ok()) return stored.status();
     if (!sum.fallback.empty()) ++out.fallbacks;
+    CountSummary(deps_, sum, "leaf");
     ++out.leaves;
     out.messages_covered += static_cast<int64_t>(rows->size());
     out.tokens_before += sum.source_tokens;
@@ -269,6 +278,7 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     Result<SummaryRecord> stored = Store(deps_, record, std::move(detail));
     if (!stored.ok()) return stored.status();
     if (!sum.fallback.empty()) ++out.fallbacks;
+    CountSummary(deps_, sum, "condensed");
     ++out.condensed;
     out.summary_ids.push_back(stored->id);
   }

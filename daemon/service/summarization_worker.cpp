@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "daemon/audit/audit_bus.h"
+#include "daemon/metrics/daemon_metrics.h"
 #include "daemon/service/ports.h"
 #include "daemon/service/summarization_service.h"
 #include "storage/stores.h"
@@ -74,9 +75,20 @@ bool SummarizationWorker::RunOne() {
   request.session_id = job.session_id;
   request.reason = "job";
   request.job_id = job.id;
+  const auto started = std::chrono::steady_clock::now();
   Result<SummarizeOutcome> out = summarizer_.Summarize(request);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
   const int64_t done_at = deps_.clock->NowMs();
+  // The configured backend of the run; a run that failed before choosing one: "unknown".
+  const std::string backend = out.ok() ? out->backend : "unknown";
+  const auto count = [&](const char* state) {
+    if (metrics::DaemonMetrics* m = deps_.metrics) {
+      m->summarization_jobs.With({backend, state}).Inc();
+      m->summarization_job_duration.With({backend}).Observe(took.count());
+    }
+  };
   if (out.ok()) {
+    count("completed");
     if (Status st = deps_.stores->jobs.Complete(job.id, done_at); !st.ok()) {
       spdlog::warn("summarization job {} ran but could not be completed: {}", job.id,
                    st.ToString());
@@ -86,6 +98,7 @@ bool SummarizationWorker::RunOne() {
   } else {
     Result<Job> failed =
         deps_.stores->jobs.Fail(job.id, out.status().ToString(), done_at, options_.retry);
+    count(failed.ok() && failed->state == "queued" ? "retried" : "failed");
     deps_.audit->Emit(
         AuditRecord{"summarization.failed", "context", "error", job.session_id,
                     AuditDetail()

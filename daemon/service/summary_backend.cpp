@@ -9,6 +9,7 @@
 
 #include "core/groups.h"
 #include "core/utf8.h"
+#include "daemon/metrics/daemon_metrics.h"
 
 namespace missy {
 
@@ -252,7 +253,18 @@ LlmBackend::Answer LlmBackend::Ask(bool condense, std::span<const std::string> u
   request.messages.emplace_back("user", std::move(user));
   request.max_tokens = max_tokens;
   ++*requests;
+  const SteadyClock::time_point started = SteadyClock::now();
   provider::CompletionOutcome outcome = client_->Complete(request);
+  if (metrics::DaemonMetrics* m = options_.metrics) {
+    const std::chrono::duration<double> took = SteadyClock::now() - started;
+    m->provider_requests.With({options_.provider}).Inc();
+    m->provider_duration.With({options_.provider}).Observe(took.count());
+    if (auto* failure = std::get_if<provider::ProviderFailure>(&outcome)) {
+      m->provider_errors
+          .With({options_.provider, std::string(provider::ProviderErrorKindName(failure->kind))})
+          .Inc();
+    }
+  }
   if (auto* failure = std::get_if<provider::ProviderFailure>(&outcome)) {
     std::string why = "provider " + std::string(provider::ProviderErrorKindName(failure->kind)) +
                       ": " + Redact(failure->message);  // the message names the HTTP status
@@ -331,7 +343,8 @@ BackendSummary LlmBackend::Condense(std::span<const ChildSummary> children, int6
 SelectedBackend SelectSummaryBackend(const DaemonConfig& config, std::string_view backend_override,
                                      std::string_view provider_override,
                                      const provider::ProviderOptions& provider_options,
-                                     SteadyClock::time_point deadline) {
+                                     SteadyClock::time_point deadline,
+                                     metrics::DaemonMetrics* metrics) {
   SelectedBackend out;
   out.requested =
       backend_override.empty() ? config.summarizer_backend.backend : std::string(backend_override);
@@ -362,6 +375,8 @@ SelectedBackend SelectSummaryBackend(const DaemonConfig& config, std::string_vie
   LlmBackendOptions options;
   options.deadline = deadline;
   options.secret = selected->second.api_key;
+  options.metrics = metrics;
+  options.provider = selected->first;
   if (std::optional<ModelSpec> spec = config.models.Lookup(selected->second.model)) {
     const int64_t answer =
         std::max(config.summarizer.leaf_target_tokens, config.summarizer.condensed_target_tokens);

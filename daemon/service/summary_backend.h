@@ -32,6 +32,10 @@
 
 namespace missy {
 
+namespace metrics {
+class DaemonMetrics;
+}
+
 inline constexpr char kExtractiveBackend[] = "extractive";
 inline constexpr char kLlmBackend[] = "llm";
 
@@ -81,6 +85,9 @@ struct LlmBackendOptions {
   // No request is started after this; what is left is summarized extractively.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::string secret;  // redacted from anything the backend reports (the provider's API key)
+  // Each completion request counts (calls, errors by kind, duration) under `provider`.
+  metrics::DaemonMetrics* metrics = nullptr;  // null: not counted
+  std::string provider;                       // the providers.<name> key
 };
 
 class LlmBackend final : public SummaryBackend {
@@ -131,6 +138,7 @@ struct SelectedBackend {
 SelectedBackend SelectSummaryBackend(
     const DaemonConfig& config, std::string_view backend_override,
     std::string_view provider_override, const provider::ProviderOptions& provider_options,
-    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
+    metrics::DaemonMetrics* metrics = nullptr);
 
 }  // namespace missy

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "daemon/audit/audit_bus.h"
+#include "daemon/metrics/daemon_metrics.h"
 #include "daemon/service/issued_contexts.h"
 #include "daemon/service/ports.h"
 #include "daemon/service/session_queue.h"
@@ -10,6 +11,12 @@
 #include "storage/stores.h"
 
 namespace missy {
+
+namespace {
+
+uint64_t Tokens(int64_t n) { return n > 0 ? static_cast<uint64_t>(n) : 0; }
+
+}  // namespace
 
 UsageService::UsageService(const ServiceDeps& deps, SessionQueue& queue, IssuedContexts& issued)
     : deps_(deps), queue_(queue), issued_(issued) {}
@@ -58,9 +65,14 @@ void UsageService::Report(UsageReport report, Done<UsageOutcome> done) {
                                    .Add("ratio", out->after.ratio)
                                    .Add("samples", out->after.samples)});
         },
-        [out, shared_done, release](Status st) {
+        [this, r, out, shared_done, release](Status st) {
           release();
           if (!st.ok()) return (*shared_done)(st);
+          if (metrics::DaemonMetrics* m = deps_.metrics) {
+            m->usage_reports.With({out->model}).Inc();
+            m->usage_prompt_tokens.With({out->model}).Inc(Tokens(r->prompt_tokens));
+            m->usage_completion_tokens.With({out->model}).Inc(Tokens(r->completion_tokens));
+          }
           (*shared_done)(*out);
         });
   });
