@@ -120,6 +120,48 @@ Status SessionStore::SetAnchor(std::string_view session_id, int64_t seq, int64_t
   return db_.Write([&](Txn& txn) { return SetAnchor(txn, session_id, seq, summaries); });
 }
 
+Result<SessionDeletion> SessionStore::Delete(Txn& txn, std::string_view session_id) {
+  MISSY_RETURN_IF_ERROR(MustExist(txn, session_id));
+  Connection& c = txn.conn();
+  // Children first, explicitly: the counts are the answer, and each table's delete
+  // trigger keeps its FTS index in step (messages_ad only for rows the indexer reached).
+  auto remove = [&](const char* sql, const char* what) -> Result<int64_t> {
+    MISSY_ASSIGN_STMT(q, c, sql);
+    q.Bind(1, session_id);
+    MISSY_RETURN_IF_ERROR(
+        q.Run(std::string("delete the ") + what + " of session '" + std::string(session_id) + "'"));
+    return static_cast<int64_t>(c.Changes());
+  };
+  SessionDeletion out;
+  Result<int64_t> n = remove("DELETE FROM messages WHERE session_id = ?1", "messages");
+  if (!n.ok()) return n.status();
+  out.messages = *n;
+  n = remove("DELETE FROM summaries WHERE session_id = ?1", "summaries");
+  if (!n.ok()) return n.status();
+  out.summaries = *n;
+  n = remove("DELETE FROM memory_items WHERE session_id = ?1", "memory items");
+  if (!n.ok()) return n.status();
+  out.memory_items = *n;
+  n = remove("DELETE FROM jobs WHERE session_id = ?1", "jobs");
+  if (!n.ok()) return n.status();
+  out.jobs = *n;
+  n = remove("DELETE FROM sessions WHERE id = ?1", "row");
+  if (!n.ok()) return n.status();
+  if (*n == 0) return NotFound(session_id, "session_id");
+  return out;
+}
+
+Result<SessionDeletion> SessionStore::Delete(std::string_view session_id) {
+  SessionDeletion out;
+  MISSY_RETURN_IF_ERROR(db_.Write([&](Txn& txn) -> Status {
+    Result<SessionDeletion> r = Delete(txn, session_id);
+    if (!r.ok()) return r.status();
+    out = *r;
+    return Status::Ok();
+  }));
+  return out;
+}
+
 Status SessionStore::MustExist(Txn& txn, std::string_view session_id) {
   MISSY_ASSIGN_STMT(q, txn.conn(), "SELECT 1 FROM sessions WHERE id = ?1");
   q.Bind(1, session_id);

@@ -15,6 +15,14 @@
 
 namespace missy {
 
+// What deleting a session removed (rows of each table).
+struct SessionDeletion {
+  int64_t messages = 0;
+  int64_t summaries = 0;
+  int64_t memory_items = 0;  // the items scoped to the session (global ones stay)
+  int64_t jobs = 0;
+};
+
 class SessionStore {
  public:
   explicit SessionStore(Database& db) : db_(db) {}
@@ -35,6 +43,13 @@ class SessionStore {
   // With it, Session::anchor_summaries (the summaries a context at the anchor shows).
   Status SetAnchor(Txn& txn, std::string_view session_id, int64_t seq, int64_t summaries = 0);
   Status SetAnchor(std::string_view session_id, int64_t seq, int64_t summaries = 0);
+
+  // Deletes the session with its messages, summaries, session-scoped memory items and
+  // jobs, in the caller's transaction (the FTS indexes follow through their triggers;
+  // messages above the index watermark were never indexed and are simply gone).
+  // Learnings, calibration and audit events are kept. kNotFound (field "session_id").
+  Result<SessionDeletion> Delete(Txn& txn, std::string_view session_id);
+  Result<SessionDeletion> Delete(std::string_view session_id);
 
   // kNotFound (field "session_id") unless the session exists; for other stores' writes.
   static Status MustExist(Txn& txn, std::string_view session_id);

@@ -1,4 +1,4 @@
-// /v1/sessions, /v1/sessions/{id}, /v1/sessions/{id}/messages
+// /v1/sessions, /v1/sessions/{id} (GET, DELETE), /v1/sessions/{id}/messages
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
@@ -128,6 +128,18 @@ void Api::AddSessionRoutes() {
     Result<Session> session = s.sessions.Get(id);
     if (!session.ok()) return call->Fail(session.status(), id);
     call->Reply(200, SessionToJson(*session));
+  });
+
+  router_.Add("DELETE", "/v1/sessions/{session_id}", [&s](const std::shared_ptr<Call>& call) {
+    const std::string id = call->params[0];
+    s.sessions.Delete(id, [call, id](Result<SessionDeletion> removed) {
+      if (!removed.ok()) return call->Fail(removed.status(), id);
+      call->Reply(200, json::object{{"deleted", id},
+                                    {"messages", removed->messages},
+                                    {"summaries", removed->summaries},
+                                    {"memory_items", removed->memory_items},
+                                    {"jobs", removed->jobs}});
+    });
   });
 
   router_.Add("GET", "/v1/sessions/{session_id}/messages", [&s](const std::shared_ptr<Call>& call) {

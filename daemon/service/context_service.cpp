@@ -8,6 +8,7 @@
 
 #include "core/model_table.h"
 #include "daemon/audit/audit_bus.h"
+#include "daemon/metrics/daemon_metrics.h"
 #include "daemon/service/counting.h"
 #include "daemon/service/history_cache.h"
 #include "daemon/service/history_loader.h"
@@ -279,6 +280,12 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
   ContextOutcome& out = p->outcome;
   out.context = std::move(*assembled);
   const ContextReport& report = out.context.report;
+  if (metrics::DaemonMetrics* m = deps_.metrics) {
+    m->context_builds.With({report.zone}).Inc();
+    m->context_evicted_messages.Inc(static_cast<uint64_t>(report.dropped_messages));
+    m->context_pruned_messages.Inc(report.newly_pruned_seqs.size());
+    m->context_truncated_messages.Inc(report.truncated.size());
+  }
   // A moved anchor shows every summary there is: they are the new anchor's snapshot.
   const bool anchor_moved = report.first_kept_seq != input.eviction.anchor_seq;
   AnchorState new_anchor = anchor;
@@ -367,6 +374,11 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
         p->outcome.wrote = true;
         p->done(std::move(p->outcome));
       });
+}
+
+void ContextService::ForgetSession(const std::string& session_id) {
+  std::lock_guard lock(anchors_mu_);
+  anchors_.erase(session_id);
 }
 
 }  // namespace missy

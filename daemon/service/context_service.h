@@ -59,6 +59,10 @@ class ContextService {
 
   void Build(ContextRequest request, Done<ContextOutcome> done);
 
+  // The session was deleted: its anchor is forgotten (a session created again under the
+  // same id starts afresh).
+  void ForgetSession(const std::string& session_id);
+
  private:
   struct Prepared;
   Result<std::shared_ptr<Prepared>> Prepare(ContextRequest& request);

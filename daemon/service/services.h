@@ -4,6 +4,7 @@
 // adapters over these. Thread-safe; `deps` must outlive it.
 #pragma once
 
+#include "daemon/metrics/daemon_metrics.h"
 #include "daemon/service/admin_service.h"
 #include "daemon/service/context_service.h"
 #include "daemon/service/history_cache.h"
@@ -27,7 +28,7 @@ namespace missy {
 struct Services {
   explicit Services(const ServiceDeps& d,
                     size_t history_cache_bytes = HistoryCache::kDefaultMaxBytes)
-      : deps(WithShared(d, &workers, &memory_hits, [this] { summarizer.Notify(); })),
+      : deps(WithShared(d, &workers, &memory_hits, &metrics, [this] { summarizer.Notify(); })),
         history(history_cache_bytes),
         trigger(deps),
         sessions(deps, history, queue, &trigger),
@@ -40,6 +41,11 @@ struct Services {
         summarizer(deps, summarization),
         admin(deps, history) {
     history.SetIdleRelease(deps.clock, deps.config->Get()->limits.cache_idle_seconds * 1000);
+    // A deleted session leaves nothing behind that a new one with its id would inherit.
+    sessions.AddDeletionObserver([this](const std::string& id) {
+      context.ForgetSession(id);
+      trigger.Forget(id);
+    });
   }
   // Lets the writes in flight and their continuations finish (they call back into the
   // services) before anything is destroyed.
@@ -54,6 +60,8 @@ struct Services {
   Services(const Services&) = delete;
   Services& operator=(const Services&) = delete;
 
+  // First: destroyed last, after everything that bumps it (GET /metrics encodes it).
+  metrics::DaemonMetrics metrics;
   ServiceDeps deps;
   MemoryHitsCache memory_hits;
   HistoryCache history;
@@ -75,9 +83,11 @@ struct Services {
 
  private:
   static ServiceDeps WithShared(ServiceDeps d, WorkerPool* pool, MemoryHitsCache* hits,
+                                metrics::DaemonMetrics* metrics,
                                 std::function<void()> on_job_queued) {
     d.workers = pool;
     d.memory_hits = hits;
+    d.metrics = metrics;
     d.on_job_queued = std::move(on_job_queued);
     return d;
   }

@@ -98,7 +98,7 @@ void SessionService::Create(Session session, std::optional<bool> strict, Done<Se
       },
       [stored, done = std::move(done)](Status st) {
         if (!st.ok()) return done(st);
-        spdlog::info("session {} created (model '{}')", stored->id, stored->model);
+        spdlog::debug("session {} created (model '{}')", stored->id, stored->model);
         done(*stored);
       });
 }
@@ -120,6 +120,44 @@ Result<std::vector<StoredMessage>> SessionService::Messages(const std::string& i
   Result<Session> session = Get(id);
   if (!session.ok()) return session.status();
   return deps_.stores->messages.Load(id, after, limit);
+}
+
+void SessionService::AddDeletionObserver(std::function<void(const std::string&)> observer) {
+  deletion_observers_.push_back(std::move(observer));
+}
+
+void SessionService::Delete(const std::string& id, Done<SessionDeletion> done) {
+  auto result = std::make_shared<SessionDeletion>();
+  queue_.Run(id, [this, id, result, done = std::move(done)](SessionQueue::Release release) {
+    CommitAsync(
+        deps_,
+        [this, id, result](Txn& txn) -> Status {
+          Result<SessionDeletion> removed = deps_.stores->sessions.Delete(txn, id);
+          if (!removed.ok()) return removed.status();
+          *result = *removed;
+          return deps_.audit->Append(txn, AuditRecord{"session.deleted", "context", "allow", id,
+                                                      AuditDetail()
+                                                          .Add("messages", result->messages)
+                                                          .Add("summaries", result->summaries)
+                                                          .Add("memory_items", result->memory_items)
+                                                          .Add("jobs", result->jobs)});
+        },
+        [this, id, result, release, done](Status st) {
+          // Even a failed delete leaves the cached window suspect: reload it next time.
+          history_.Invalidate(id);
+          if (!st.ok()) {
+            release();
+            return done(st);
+          }
+          // Its messages and memory items may sit in other sessions' cached searches.
+          SearchableChanged(deps_, "");
+          for (const auto& observer : deletion_observers_) observer(id);
+          RunOnWorker(deps_, release);  // a task queued behind the delete runs beside the answer
+          spdlog::info("session {} deleted ({} messages, {} summaries)", id, result->messages,
+                       result->summaries);
+          done(*result);
+        });
+  });
 }
 
 void SessionService::Append(AppendRequest request, std::function<void(AppendOutcome)> done) {

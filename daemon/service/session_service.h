@@ -18,6 +18,7 @@
 #include "core/session.h"
 #include "daemon/service/service_deps.h"
 #include "storage/records.h"
+#include "storage/session_store.h"
 
 namespace missy {
 
@@ -66,11 +67,23 @@ class SessionService {
 
   void Append(AppendRequest request, std::function<void(AppendOutcome)> done);
 
+  // Deletes a session and what belongs to it (SessionStore::Delete) with its audit event
+  // session.deleted, in the session's queue (after the appends and contexts queued
+  // before it); then forgets it in the history cache, ages every cached memory search
+  // (other sessions may have found its messages) and calls the deletion observers.
+  // kNotFound (field "session_id") for an unknown session.
+  void Delete(const std::string& id, Done<SessionDeletion> done);
+  // Called with the id of each deleted session, after the commit, before the answer
+  // (on a worker): per-session state kept elsewhere (context anchors, trigger check
+  // points) forgets it there. Register before serving; not thread-safe.
+  void AddDeletionObserver(std::function<void(const std::string&)> observer);
+
  private:
   ServiceDeps deps_;
   HistoryCache& history_;
   SessionQueue& queue_;
   SummaryTrigger* trigger_;
+  std::vector<std::function<void(const std::string&)>> deletion_observers_;
 };
 
 // A session id is 1-128 characters of [A-Za-z0-9._:-].

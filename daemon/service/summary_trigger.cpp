@@ -156,4 +156,9 @@ int64_t SummaryTrigger::queued() const {
   return queued_;
 }
 
+void SummaryTrigger::Forget(const std::string& session_id) {
+  std::lock_guard lock(mu_);
+  tracked_.erase(session_id);
+}
+
 }  // namespace missy

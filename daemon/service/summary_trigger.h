@@ -44,6 +44,9 @@ class SummaryTrigger {
   // Checks (and queues) now, on this thread. What Appended and Warned run on a worker.
   void CheckNow(const Session& session, bool over_threshold = false);
 
+  // The session was deleted: its check points are forgotten.
+  void Forget(const std::string& session_id);
+
   int64_t checks() const;  // real checks run (a test's view of "cheap")
   int64_t queued() const;  // jobs this trigger created
 

@@ -78,10 +78,10 @@ class ErrorMappingTest(DaemonTestCase):
         with self.assertRaises(errors.NotFound) as c:
             self.client.request("GET", "/v1/nope")
         self.assertError(c, errors.NotFound, 404, "not_found", "")
-        with self.assertRaises(errors.MethodNotAllowed) as c:  # sessions cannot be deleted
-            self.client.request("DELETE", "/v1/sessions/demo")
+        with self.assertRaises(errors.MethodNotAllowed) as c:  # sessions are not replaced
+            self.client.request("PUT", "/v1/sessions/demo")
         e = self.assertError(c, errors.MethodNotAllowed, 405, "method_not_allowed", "")
-        self.assertIn("allowed: GET", e.message)
+        self.assertIn("allowed: GET, DELETE", e.message)
 
     def test_unprocessable_in_strict_mode_carries_the_warnings(self):
         self.client.create_session("demo")

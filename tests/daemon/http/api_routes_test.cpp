@@ -49,6 +49,8 @@ class ApiRoutesTest : public ApiFixture {
 TEST(ApiRouteListTest, EveryRegisteredRouteIsCoveredHere) {
   const std::set<std::string> covered = {
       "DELETE /v1/memory/{id}",
+      "DELETE /v1/sessions/{session_id}",  // also service/session_delete_test.cpp
+      "GET /metrics",  // metrics_route_test.cpp
       "GET /v1/audit",
       "GET /v1/audit/verify",
       "GET /v1/config",
@@ -63,6 +65,7 @@ TEST(ApiRouteListTest, EveryRegisteredRouteIsCoveredHere) {
       "GET /v1/sessions/{session_id}/messages",
       "GET /v1/sessions/{session_id}/summaries",
       "GET /v1/summaries/{id}",
+      "POST /v1/config/reload",  // service/config_reloader_test.cpp, ops/reload_test
       "POST /v1/import/missy",
       "POST /v1/learnings",
       "POST /v1/memory",
@@ -524,6 +527,7 @@ TEST_F(ApiRoutesTest, ErrorsHaveTheShapeAndNameTheField) {
       {"GET", "/v1/memory/search?q=x&limit=101", "", 400, "invalid_argument", "limit"},
       {"GET", "/v1/memory/mem_nope", "", 404, "not_found", "id", "'mem_nope'"},
       {"DELETE", "/v1/memory/mem_nope", "", 404, "not_found", "id", "'mem_nope'"},
+      {"DELETE", "/v1/sessions/nope", "", 404, "not_found", "session_id", "'nope'"},
       {"POST", "/v1/learnings", R"({"task_type":"ops"})", 400, "invalid_argument", "lesson"},
       {"POST", "/v1/learnings", R"({"lesson":"x","approach":[1]})", 400, "invalid_argument",
        "approach[0]"},
@@ -539,7 +543,7 @@ TEST_F(ApiRoutesTest, ErrorsHaveTheShapeAndNameTheField) {
       {"GET", "/v1/nope", "", 404, "not_found", "", "no route for GET /v1/nope"},
       {"GET", "/nope", "", 404, "not_found", "", "/v1"},
       {"PUT", "/v1/sessions", "", 405, "method_not_allowed", "", "GET, POST"},
-      {"DELETE", "/v1/sessions/s", "", 405, "method_not_allowed", "", "allowed: GET"},
+      {"PUT", "/v1/sessions/s", "", 405, "method_not_allowed", "", "allowed: GET, DELETE"},
       {"GET", "/v1/sessions/s/context", "", 405, "method_not_allowed", "", "allowed: POST"},
       {"PATCH", "/v1/memory/mem_x", "", 405, "method_not_allowed", "", "GET, DELETE"},
       {"POST", "/v1/health", "", 405, "method_not_allowed", "", "allowed: GET"},
