@@ -44,7 +44,10 @@ bool ConfigReloader::NeedsRestart(std::string_view key_path) {
                                                       "tokenizer",
                                                       "limits.max_body_bytes",
                                                       "limits.read_timeout_ms",
-                                                      "limits.audit_client_buffer_bytes"};
+                                                      "limits.audit_client_buffer_bytes",
+                                                      "audit.mirror",
+                                                      "audit.mirror_max_bytes",
+                                                      "audit.mirror_files"};
   for (std::string_view k : kStartupKeys) {
     if (k == key_path) return true;
   }
