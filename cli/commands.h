@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,9 @@ std::string OverviewHelp();
 void Print(Env& env, const std::string& text);
 // Prints the daemon's error as one line; returns kExitFailure.
 int Fail(Env& env, const ApiError& error);
+// A reply as the user asked for it: the error line (kExitFailure), else the body as
+// indented JSON when `raw` (--json) or what `render` makes of it (kExitOk).
+int Show(Env& env, const ApiReply& reply, bool raw, const std::function<std::string()>& render);
 // Prints "missyctl: MESSAGE" and the command's usage line(s); returns kExitUsage.
 int UsageError(Env& env, const CommandSpec& command, const std::string& message);
 // Checks the positional count (the subcommand word included); prints the usage error.

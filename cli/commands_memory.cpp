@@ -36,9 +36,7 @@ int Memory(const CommandSpec& self, const ParsedArgs& args, Env& env) {
     if (args.Has("--session")) body["session_id"] = args.Get("--session");
     if (args.Has("--pin")) body["pinned"] = true;
     ApiReply r = api.Call("POST", "/v1/memory", json::serialize(body));
-    if (!r.ok()) return Fail(env, *r.error);
-    Print(env, raw ? PrettyJson(r.body) : "added " + StrAt(r.body, {"id"}) + "\n");
-    return kExitOk;
+    return Show(env, r, raw, [&] { return "added " + StrAt(r.body, {"id"}) + "\n"; });
   }
   if (sub == "search") {
     if (!NeedArgs(env, self, args, 2, 1 << 20, &rc)) return rc;
@@ -48,9 +46,7 @@ int Memory(const CommandSpec& self, const ParsedArgs& args, Env& env) {
                          "&limit=" + std::to_string(*limit);
     if (args.Has("--session")) target += "&session_id=" + UrlEncode(args.Get("--session"));
     ApiReply r = api.Get(target);
-    if (!r.ok()) return Fail(env, *r.error);
-    Print(env, raw ? PrettyJson(r.body) : RenderSearch(r.body));
-    return kExitOk;
+    return Show(env, r, raw, [&] { return RenderSearch(r.body); });
   }
   if (sub == "ls" || sub == "list") {
     if (!NeedArgs(env, self, args, 0, 1, &rc)) return rc;
@@ -59,16 +55,12 @@ int Memory(const CommandSpec& self, const ParsedArgs& args, Env& env) {
     std::string target = "/v1/memory?limit=" + std::to_string(*limit);
     if (args.Has("--session")) target += "&session_id=" + UrlEncode(args.Get("--session"));
     ApiReply r = api.Get(target);
-    if (!r.ok()) return Fail(env, *r.error);
-    Print(env, raw ? PrettyJson(r.body) : RenderMemoryList(r.body));
-    return kExitOk;
+    return Show(env, r, raw, [&] { return RenderMemoryList(r.body); });
   }
   if (sub == "rm" || sub == "delete") {
     if (!NeedArgs(env, self, args, 2, 2, &rc)) return rc;
     ApiReply r = api.Call("DELETE", "/v1/memory/" + UrlEncode(args.Arg(1)));
-    if (!r.ok()) return Fail(env, *r.error);
-    Print(env, raw ? PrettyJson(r.body) : "deleted " + StrAt(r.body, {"deleted"}) + "\n");
-    return kExitOk;
+    return Show(env, r, raw, [&] { return "deleted " + StrAt(r.body, {"deleted"}) + "\n"; });
   }
   return UsageError(env, self, "unknown subcommand '" + sub + "' (add, search, ls or rm)");
 }
@@ -86,9 +78,7 @@ int Learnings(const CommandSpec& self, const ParsedArgs& args, Env& env) {
                       {"approach", Strings(args.All("--approach"))}};
     if (args.Has("--session")) body["session_id"] = args.Get("--session");
     ApiReply r = api.Call("POST", "/v1/learnings", json::serialize(body));
-    if (!r.ok()) return Fail(env, *r.error);
-    Print(env, raw ? PrettyJson(r.body) : "added " + StrAt(r.body, {"id"}) + "\n");
-    return kExitOk;
+    return Show(env, r, raw, [&] { return "added " + StrAt(r.body, {"id"}) + "\n"; });
   }
   if (sub == "ls" || sub == "list") {
     if (!NeedArgs(env, self, args, 0, 1, &rc)) return rc;
@@ -97,9 +87,7 @@ int Learnings(const CommandSpec& self, const ParsedArgs& args, Env& env) {
     std::string target = "/v1/learnings?limit=" + std::to_string(*limit);
     if (args.Has("--task-type")) target += "&task_type=" + UrlEncode(args.Get("--task-type"));
     ApiReply r = api.Get(target);
-    if (!r.ok()) return Fail(env, *r.error);
-    Print(env, raw ? PrettyJson(r.body) : RenderLearnings(r.body));
-    return kExitOk;
+    return Show(env, r, raw, [&] { return RenderLearnings(r.body); });
   }
   return UsageError(env, self, "unknown subcommand '" + sub + "' (add or ls)");
 }

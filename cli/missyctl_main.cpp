@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/render.h"
 #include "config/config.h"
 
 namespace missy::cli {
@@ -80,6 +81,12 @@ void Print(Env& env, const std::string& text) {
 int Fail(Env& env, const ApiError& error) {
   std::fprintf(env.err, "%s\n", FormatError(error).c_str());
   return kExitFailure;
+}
+
+int Show(Env& env, const ApiReply& reply, bool raw, const std::function<std::string()>& render) {
+  if (!reply.ok()) return Fail(env, *reply.error);
+  Print(env, raw ? PrettyJson(reply.body) : render());
+  return kExitOk;
 }
 
 int UsageError(Env& env, const CommandSpec& command, const std::string& message) {
