@@ -90,15 +90,16 @@ class MissyClient:
         self.close()
 
     def request(self, method: str, path: str, body: Optional[dict] = None,
-                query: Optional[dict] = None) -> Any:
+                query: Optional[dict] = None, text: bool = False) -> Any:
         """One request; the decoded answer, or a MissyError. The typed methods use this;
-        it is public for endpoints newer than this client."""
+        it is public for endpoints newer than this client. ``text``: the answer is text
+        (GET /metrics), returned as a str; errors are still JSON."""
         target = path
         params = {k: v for k, v in (query or {}).items() if v is not None}
         if params:
             target += "?" + urlencode({k: _query_value(v) for k, v in params.items()})
         data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "text/plain" if text else "application/json"}
         if data is not None:
             headers["Content-Type"] = "application/json"
         # A reused connection may have been closed by the daemon while idle (its read
@@ -115,6 +116,8 @@ class MissyClient:
                 raise errors.ConnectionError(self.socket_path, e.reason) from None
             if will_close:
                 self.close()
+            if text and status < 400:
+                return raw.decode("utf-8", errors="replace")
             return _decode(status, raw)
         raise AssertionError("unreachable")
 
@@ -164,9 +167,18 @@ class MissyClient:
         return self._get("/v1/health")
 
     def get_config(self) -> dict:
-        """GET /v1/config: the effective configuration (provider api_keys as "***").
-        There is no reload endpoint: ``kill -HUP`` the daemon to reload its config."""
+        """GET /v1/config: the effective configuration (provider api_keys as "***")."""
         return self._get("/v1/config")
+
+    def reload_config(self) -> dict:
+        """POST /v1/config/reload: re-reads the config file, as SIGHUP does.
+        ``{"reloaded": True, "changed": [key paths], "restart_required": [key paths]}``;
+        an invalid file raises Unprocessable naming the key (the running config stays)."""
+        return self._post("/v1/config/reload", {})
+
+    def metrics(self) -> str:
+        """GET /metrics: the daemon's counters in the Prometheus text format."""
+        return self.request("GET", "/metrics", text=True)
 
     # -- sessions and messages -----------------------------------------------------
 
@@ -179,6 +191,12 @@ class MissyClient:
         return self._post("/v1/sessions", _fields(
             id=id, model=model, system_prompt=system_prompt, tools=tools, metadata=metadata,
             context_window=context_window, strict=strict, summarizer=summarizer))
+
+    def delete_session(self, session_id: str) -> dict:
+        """DELETE /v1/sessions/{id}: removes the session with its messages, summaries,
+        scoped memory and jobs; ``{"deleted": id, "messages": n, ...}`` (NotFound when
+        absent)."""
+        return self.request("DELETE", f"/v1/sessions/{_segment(session_id)}")
 
     def list_sessions(self, limit: Optional[int] = None, offset: Optional[int] = None) -> list:
         """GET /v1/sessions: sessions, oldest first."""

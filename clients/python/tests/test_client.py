@@ -48,6 +48,40 @@ class HealthAndConfigTest(DaemonTestCase):
         self.assertEqual(c["context"]["budget"]["system_reserve"], 200)
 
 
+    def test_reload_config_reports_the_changed_keys_and_refuses_a_bad_file(self):
+        with open(self.daemon.config_path, encoding="utf-8") as f:
+            original = f.read()
+        self.assertIn("fresh_tail_count: 4", original)
+        with open(self.daemon.config_path, "w", encoding="utf-8") as f:
+            f.write(original.replace("fresh_tail_count: 4", "fresh_tail_count: 6"))
+        r = self.client.reload_config()
+        self.assertEqual(r, {"reloaded": True, "changed": ["context.budget.fresh_tail_count"],
+                             "restart_required": []})
+        self.assertEqual(self.client.get_config()["context"]["budget"]["fresh_tail_count"], 6)
+        with open(self.daemon.config_path, "w", encoding="utf-8") as f:
+            f.write(original.replace("fresh_tail_count: 4", "fresh_tail_count: -1"))
+        with self.assertRaises(errors.Unprocessable) as cm:
+            self.client.reload_config()
+        self.assertEqual(cm.exception.field, "context.budget.fresh_tail_count")
+        self.assertEqual(self.client.get_config()["context"]["budget"]["fresh_tail_count"], 6)
+
+    def test_metrics_is_prometheus_text(self):
+        line = 'missyd_http_requests_total{method="GET",route="/v1/health",status="200"} '
+
+        def health_count(text: str) -> int:
+            at = text.index("\n" + line) + 1 + len(line)
+            return int(text[at:text.index("\n", at)])
+
+        before = self.client.metrics()
+        self.assertTrue(before.startswith("# HELP "), before[:100])
+        self.assertIn("\nmissyd_sessions 0\n", before)
+        self.client.health()
+        self.client.create_session("m")
+        after = self.client.metrics()
+        self.assertEqual(health_count(after), health_count(before) + 1)
+        self.assertIn("\nmissyd_sessions 1\n", after)
+
+
 class SessionsTest(DaemonTestCase):
     def test_create_get_list(self):
         created = self.client.create_session(
@@ -78,6 +112,17 @@ class SessionsTest(DaemonTestCase):
         self.assertEqual([s["id"] for s in self.client.list_sessions(limit=1, offset=1)],
                          [generated["id"]])
         self.assertEqual(self.client.list_sessions(offset=2), [])
+
+        self.client.append_messages("demo", EXAMPLE_BATCH)
+        deleted = self.client.delete_session("demo")
+        self.assertEqual(deleted["deleted"], "demo")
+        self.assertEqual(deleted["messages"], 3)
+        with self.assertRaises(errors.NotFound):
+            self.client.get_session("demo")
+        with self.assertRaises(errors.NotFound) as cm:
+            self.client.delete_session("demo")
+        self.assertEqual(cm.exception.field, "session_id")
+        self.assertEqual([s["id"] for s in self.client.list_sessions()], [generated["id"]])
 
     def test_append_and_read_messages(self):
         self.client.create_session("demo", model="gpt-4o")
