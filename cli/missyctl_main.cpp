@@ -1,8 +1,11 @@
 // missyctl: command-line client of missyd over its Unix sockets (docs/API.md).
 // This file resolves the sockets, dispatches to the commands (cli/commands_*.cpp) and
 // owns the overview help; the commands print and return the exit code.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
@@ -58,9 +61,10 @@ std::string OverviewHelp() {
       "global options (before or after the command):\n"
       "  --socket PATH        the API socket (default: context.socket of the config\n"
       "                       file, else $MISSY_HOME/missyd.sock; MISSY_HOME\n"
-      "                       defaults to ~/.missy)\n"
+      "                       defaults to ~/.missy; when that socket is absent,\n"
+      "                       $XDG_RUNTIME_DIR/missy/missyd.sock of systemd)\n"
       "  --audit-socket PATH  the audit socket (default: context.audit_socket, else\n"
-      "                       $MISSY_HOME/audit.sock)\n"
+      "                       $MISSY_HOME/audit.sock; the same systemd fallback)\n"
       "  --config PATH        the config file (default: $MISSY_HOME/config.yaml)\n"
       "\n"
       "exit codes:\n"
@@ -118,13 +122,31 @@ bool IsGlobal(const std::string& arg) {
   return false;
 }
 
+bool IsSocket(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+// `configured` unless it is absent and systemd's socket-activated one
+// ($XDG_RUNTIME_DIR/missy/NAME, systemd/missyd.socket) exists.
+std::string OrActivated(const std::string& configured, const char* name) {
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  if (IsSocket(configured) || runtime == nullptr || *runtime == '\0') return configured;
+  const std::string activated = std::string(runtime) + "/missy/" + name;
+  return IsSocket(activated) ? activated : configured;
+}
+
 // Fills the socket paths the command line left open from the config file, if it loads.
 void ResolveSockets(Env& env) {
   if (!env.socket.empty() && !env.audit_socket.empty()) return;
   Result<DaemonConfig> cfg = LoadConfigFile(env.config_path, env.home);
-  if (env.socket.empty()) env.socket = cfg.ok() ? cfg->socket_path : env.home + "/missyd.sock";
+  if (env.socket.empty()) {
+    env.socket =
+        OrActivated(cfg.ok() ? cfg->socket_path : env.home + "/missyd.sock", "missyd.sock");
+  }
   if (env.audit_socket.empty()) {
-    env.audit_socket = cfg.ok() ? cfg->audit_socket_path : env.home + "/audit.sock";
+    env.audit_socket =
+        OrActivated(cfg.ok() ? cfg->audit_socket_path : env.home + "/audit.sock", "audit.sock");
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <boost/json.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -462,6 +463,21 @@ TEST_F(MissyctlTest, JobsAndImportErrors) {
   EXPECT_EQ(r.err.rfind("missyctl: not_found: ", 0), 0u) << r.err;
   EXPECT_NE(r.err.find("(field path)"), std::string::npos) << r.err;
   EXPECT_EQ(daemon_->Stop(), 0);
+}
+
+// Started by socket activation, the daemon's sockets are in $XDG_RUNTIME_DIR/missy/:
+// missyctl finds them there when the configured one is absent.
+TEST_F(MissyctlTest, FindsTheSocketActivatedSocketWhenTheConfiguredOneIsAbsent) {
+  TempDir empty_home;  // no config, no socket
+  TempDir runtime;
+  std::filesystem::create_directories(runtime.Join("missy"));
+  std::filesystem::create_symlink(daemon_->socket(), runtime.Join("missy/missyd.sock"));
+  CtlResult without = Ctl("status", "", empty_home.path());
+  EXPECT_EQ(without.code, 1) << without.out << without.err;
+  EXPECT_NE(without.err.find(empty_home.Join("missyd.sock")), std::string::npos) << without.err;
+  CtlResult with = Ctl("status", "XDG_RUNTIME_DIR='" + runtime.path() + "'", empty_home.path());
+  EXPECT_EQ(with.code, 0) << with.out << with.err;
+  EXPECT_NE(with.out.find("ok"), std::string::npos) << with.out;
 }
 
 }  // namespace

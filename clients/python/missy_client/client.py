@@ -16,6 +16,7 @@ import http.client
 import json
 import os
 import socket
+import stat
 from typing import Any, Iterable, Optional
 from urllib.parse import quote, urlencode
 
@@ -25,7 +26,9 @@ DEFAULT_TIMEOUT = 120.0  # seconds; forced compaction and imports may take a whi
 
 
 def default_socket_path() -> str:
-    """$MISSY_SOCKET, else $MISSY_HOME/missyd.sock, else ~/.missy/missyd.sock.
+    """$MISSY_SOCKET, else $MISSY_HOME/missyd.sock, else ~/.missy/missyd.sock; when that
+    socket does not exist but systemd's socket-activated one does
+    ($XDG_RUNTIME_DIR/missy/missyd.sock, systemd/missyd.socket), that one.
 
     These are missyd's defaults (``context.socket: missyd.sock`` under the Missy home);
     a config that moves the socket elsewhere needs MISSY_SOCKET or ``socket_path``.
@@ -34,7 +37,20 @@ def default_socket_path() -> str:
     if explicit:
         return os.path.expanduser(explicit)
     home = os.environ.get("MISSY_HOME") or "~/.missy"
-    return os.path.join(os.path.abspath(os.path.expanduser(home)), "missyd.sock")
+    path = os.path.join(os.path.abspath(os.path.expanduser(home)), "missyd.sock")
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and not _is_socket(path):
+        activated = os.path.join(runtime, "missy", "missyd.sock")
+        if _is_socket(activated):
+            return activated
+    return path
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 class _UnixHTTPConnection(http.client.HTTPConnection):

@@ -425,7 +425,8 @@ class ConnectionTest(DaemonTestCase):
 
 class DefaultSocketTest(unittest.TestCase):
     def setUp(self):
-        self.saved = {k: os.environ.get(k) for k in ("MISSY_SOCKET", "MISSY_HOME", "HOME")}
+        self.saved = {k: os.environ.get(k) for k in ("MISSY_SOCKET", "MISSY_HOME", "HOME",
+                                                    "XDG_RUNTIME_DIR")}
         self.addCleanup(self.restore)
 
     def restore(self):
@@ -446,6 +447,31 @@ class DefaultSocketTest(unittest.TestCase):
         os.environ["HOME"] = "/home/someone"
         self.assertEqual(default_socket_path(), "/home/someone/.missy/missyd.sock")
         self.assertEqual(MissyClient("/tmp/given.sock").socket_path, "/tmp/given.sock")
+
+    def test_the_socket_activated_socket_when_the_home_has_none(self):
+        import socket as socket_module
+        import tempfile
+        with tempfile.TemporaryDirectory(dir="/tmp") as runtime, \
+                tempfile.TemporaryDirectory(dir="/tmp") as home:
+            os.environ.pop("MISSY_SOCKET", None)
+            os.environ["MISSY_HOME"] = home
+            os.environ["XDG_RUNTIME_DIR"] = runtime
+            self.assertEqual(default_socket_path(), os.path.join(home, "missyd.sock"))
+            os.mkdir(os.path.join(runtime, "missy"))
+            activated = os.path.join(runtime, "missy", "missyd.sock")
+            listener = socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM)
+            try:
+                listener.bind(activated)
+                self.assertEqual(default_socket_path(), activated)
+                # A socket in the home still comes first.
+                own = socket_module.socket(socket_module.AF_UNIX, socket_module.SOCK_STREAM)
+                try:
+                    own.bind(os.path.join(home, "missyd.sock"))
+                    self.assertEqual(default_socket_path(), os.path.join(home, "missyd.sock"))
+                finally:
+                    own.close()
+            finally:
+                listener.close()
 
 
 if __name__ == "__main__":
