@@ -64,6 +64,18 @@ struct AuditConfig {
   int64_t mirror_files = 5;             // rotated mirror files kept (<mirror>.1 ... .N)
 };
 
+// context.broker.*: the NATS JetStream bridge (off while url is empty).
+struct BrokerConfig {
+  std::string url;                      // nats://host:4222 (comma-separated for several)
+  std::string user;                     // with password: user/password authentication
+  std::string password;                 // never logged or returned unredacted
+  std::string token;                    // token authentication; never logged or returned
+  std::string subject_prefix = "missy";  // subjects <prefix>.audit.<daemon_id>.<category>.<type>
+  std::string daemon_id;                // "" = <machine id>-<user>
+  bool audit = true;                    // publish every audit event to the MISSY_AUDIT stream
+  bool jobs = false;                    // distributed summarization (not available yet)
+};
+
 struct DaemonConfig {
   std::string missy_home;  // resolved ~/.missy (or $MISSY_HOME), set by ParseConfig
   // Paths: relative to missy_home here; ParseConfig returns them absolute and normal.
@@ -85,6 +97,7 @@ struct DaemonConfig {
   CalibrationOptions calibration;                   // context.calibration.*
   LimitsConfig limits;                              // context.limits.*
   AuditConfig audit;                                // context.audit.*
+  BrokerConfig broker;                              // context.broker.*
   ModelTable models = ModelTable::Builtin();        // built-ins + context.models rows (upserted)
   std::string default_provider;                     // top-level default_provider
   std::map<std::string, ProviderConfig> providers;  // top-level providers

@@ -32,7 +32,10 @@ json::value KeyJson(const ConfigKey& key, const DaemonConfig& c) {
           [&](const NumberRule& r) -> json::value { return r.field.get(c); },
           [&](const BoolRule& r) -> json::value { return r.field.get(c); },
           [&](const PathRule& r) -> json::value { return json::string(r.field.get(c)); },
-          [&](const StringRule& r) -> json::value { return json::string(r.field.get(c)); },
+          [&](const StringRule& r) -> json::value {
+            const std::string& v = r.field.get(c);
+            return json::string(r.secret && !v.empty() ? "***" : v);
+          },
           [&](const ChoiceRule& r) -> json::value { return json::string(r.get(c)); },
           [&](const ModelRowsRule& r) { return ModelRowsJson(r.field.get(c)); },
       },

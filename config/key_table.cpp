@@ -139,6 +139,24 @@ const ConfigKey kKeys[] = {
     {"audit.mirror_files", "rotated mirror files kept",
      IntRule{At<&D::audit, &AuditConfig::mirror_files>(), 1}},
 
+    {"broker.url", "NATS server(s), nats://host:4222 (\"\" = no broker)",
+     StringRule{At<&D::broker, &BrokerConfig::url>()},
+     "Off by default: with no url nothing changes and no broker is needed (docs/BROKER.md)."},
+    {"broker.user", "user for user/password authentication",
+     StringRule{At<&D::broker, &BrokerConfig::user>()}},
+    {"broker.password", "password (shown as *** by /v1/config)",
+     StringRule{At<&D::broker, &BrokerConfig::password>(), /*secret=*/true}},
+    {"broker.token", "token authentication (shown as *** by /v1/config)",
+     StringRule{At<&D::broker, &BrokerConfig::token>(), /*secret=*/true}},
+    {"broker.subject_prefix", "first token of every subject",
+     StringRule{At<&D::broker, &BrokerConfig::subject_prefix>()}},
+    {"broker.daemon_id", "this daemon's name in subjects and message ids (\"\" = machine id-user)",
+     StringRule{At<&D::broker, &BrokerConfig::daemon_id>()}},
+    {"broker.audit", "publish every audit event to the MISSY_AUDIT stream",
+     BoolRule{At<&D::broker, &BrokerConfig::audit>()}},
+    {"broker.jobs", "summarization jobs over the broker (not available yet: must be false)",
+     BoolRule{At<&D::broker, &BrokerConfig::jobs>()}},
+
     {"models", "rows added to or replacing the built-in model table",
      ModelRowsRule{At<&D::models>()},
      "Built-ins cover OpenAI, Claude, Gemini, Llama, Qwen and Mistral. pattern: exact name,\n"
@@ -155,6 +173,7 @@ const ConfigGroup kGroups[] = {
     {"calibration", "correction from provider-reported usage"},
     {"limits", "resource limits"},
     {"audit", "audit log retention and mirror file"},
+    {"broker", "NATS JetStream bridge (audit events to a durable stream)"},
 };
 
 }  // namespace
@@ -193,6 +212,21 @@ Status CheckCrossFieldRules(const DaemonConfig& config) {
     if (!status.ok()) {
       return Status::InvalidArgument(status.message(), std::string(group) + status.field());
     }
+  }
+  // A subject token must not hold separators or wildcards.
+  for (const auto& [key, value] : {std::pair<std::string_view, const std::string*>{
+                                       "broker.subject_prefix", &config.broker.subject_prefix},
+                                   {"broker.daemon_id", &config.broker.daemon_id}}) {
+    if (value->find_first_of(" \t.*>") != std::string::npos ||
+        (key == "broker.subject_prefix" && value->empty())) {
+      return Status::InvalidArgument(
+          "must be one subject token: not empty, without spaces, '.', '*' or '>'", std::string(key));
+    }
+  }
+  if (config.broker.jobs) {
+    return Status::InvalidArgument(
+        "summarization jobs over the broker are not available yet: set it to false",
+        "broker.jobs");
   }
   // The llm backend needs a provider it can call.
   const SummarizerBackendConfig& sb = config.summarizer_backend;

@@ -57,6 +57,7 @@ struct PathRule {
 // Any string, kept as written ("" allowed: it means "not set").
 struct StringRule {
   Field<std::string> field;
+  bool secret = false;  // shown as "***" (when set) by /v1/config, never logged
 };
 
 // One of `choices`, a string. set() is only ever called with one of them.

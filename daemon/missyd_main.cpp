@@ -22,6 +22,7 @@
 #include "config/tokenizers.h"
 #include "daemon/audit/audit_bus.h"
 #include "daemon/audit/audit_mirror.h"
+#include "daemon/broker/audit_publisher.h"
 #include "daemon/http/api.h"
 #include "daemon/net/server.h"
 #include "daemon/ops/listen_fds.h"
@@ -238,11 +239,27 @@ int main(int argc, char** argv) {
       mirror = std::move(*opened);
       spdlog::info("audit events mirrored to {}", mirror->path());
     }
-    audit.SetPublisher(
-        [srv, m = mirror.get()](int64_t seq, const std::string& type, std::string line) {
-          if (m != nullptr) m->Write(line);
-          srv->Publish(seq, type, std::move(line));
-        });
+    // The broker bridge (context.broker): publishes from the outbox cursor on its own
+    // thread; a broker that is down or refuses us never stops the daemon.
+    std::unique_ptr<AuditPublisher> broker;
+    if (!config->broker.url.empty() && config->broker.audit) {
+      AuditPublisherOptions bo;
+      bo.url = config->broker.url;
+      bo.user = config->broker.user;
+      bo.password = config->broker.password;
+      bo.token = config->broker.token;
+      bo.subject_prefix = config->broker.subject_prefix;
+      bo.daemon_id = config->broker.daemon_id.empty() ? AuditPublisher::DefaultDaemonId()
+                                                      : config->broker.daemon_id;
+      broker = std::make_unique<AuditPublisher>(stores.audit, std::move(bo));
+    }
+    audit.SetPublisher([srv, m = mirror.get(), b = broker.get()](
+                           int64_t seq, const std::string& type, std::string line) {
+      if (m != nullptr) m->Write(line);
+      if (b != nullptr) b->Notify();
+      srv->Publish(seq, type, std::move(line));
+    });
+    if (broker) broker->Start();
 
     // SIGHUP and POST /v1/config/reload: parse into a new config and swap only on
     // success (sockets and database paths need a restart).
@@ -318,6 +335,7 @@ int main(int argc, char** argv) {
     reloader.reset();
     (void)audit.EmitAndWait(AuditRecord{"daemon.stopped", "daemon", "allow", "", AuditDetail()});
     audit.SetPublisher(nullptr);
+    if (broker) broker->Stop();  // what it did not publish waits for the next start
     spdlog::info("missyd stopped");
     return 0;
   } catch (const std::exception& e) {

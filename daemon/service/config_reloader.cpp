@@ -47,7 +47,15 @@ bool ConfigReloader::NeedsRestart(std::string_view key_path) {
                                                       "limits.audit_client_buffer_bytes",
                                                       "audit.mirror",
                                                       "audit.mirror_max_bytes",
-                                                      "audit.mirror_files"};
+                                                      "audit.mirror_files",
+                                                      "broker.url",
+                                                      "broker.user",
+                                                      "broker.password",
+                                                      "broker.token",
+                                                      "broker.subject_prefix",
+                                                      "broker.daemon_id",
+                                                      "broker.audit",
+                                                      "broker.jobs"};
   for (std::string_view k : kStartupKeys) {
     if (k == key_path) return true;
   }

@@ -73,6 +73,10 @@ inline void ExpectDefaults(const DaemonConfig& c) {
   EXPECT_EQ(c.audit.mirror, "");
   EXPECT_EQ(c.audit.mirror_max_bytes, 64 << 20);
   EXPECT_EQ(c.audit.mirror_files, 5);
+  EXPECT_EQ(c.broker.url, "");
+  EXPECT_EQ(c.broker.subject_prefix, "missy");
+  EXPECT_TRUE(c.broker.audit);
+  EXPECT_FALSE(c.broker.jobs);
   EXPECT_DOUBLE_EQ(c.context.threshold_pct, 0.75);
   EXPECT_EQ(c.context.message_threshold, 200);
   EXPECT_EQ(c.context.tool_output_max_tokens, 2500);
@@ -156,6 +160,14 @@ inline std::vector<std::pair<std::string, std::string>> Members(const DaemonConf
   add("audit.mirror", c.audit.mirror);
   add("audit.mirror_max_bytes", c.audit.mirror_max_bytes);
   add("audit.mirror_files", c.audit.mirror_files);
+  add("broker.url", c.broker.url);
+  add("broker.user", c.broker.user);
+  add("broker.password", c.broker.password);
+  add("broker.token", c.broker.token);
+  add("broker.subject_prefix", c.broker.subject_prefix);
+  add("broker.daemon_id", c.broker.daemon_id);
+  add("broker.audit", c.broker.audit);
+  add("broker.jobs", c.broker.jobs);
   std::ostringstream models;
   models << std::setprecision(17);
   for (const ModelSpec& m : c.models.rows()) {

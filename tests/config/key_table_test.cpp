@@ -68,6 +68,14 @@ const std::map<std::string, std::string>& ExpectedMembers() {
       {"audit.mirror", "audit.mirror"},
       {"audit.mirror_max_bytes", "audit.mirror_max_bytes"},
       {"audit.mirror_files", "audit.mirror_files"},
+      {"broker.url", "broker.url"},
+      {"broker.user", "broker.user"},
+      {"broker.password", "broker.password"},
+      {"broker.token", "broker.token"},
+      {"broker.subject_prefix", "broker.subject_prefix"},
+      {"broker.daemon_id", "broker.daemon_id"},
+      {"broker.audit", "broker.audit"},
+      {"broker.jobs", "broker.jobs"},
       {"models", "models"},
   };
   return *members;
@@ -160,6 +168,13 @@ TEST(KeyTableTest, EachKeySetsExactlyItsMember) {
       prerequisites = "default_provider: p\nproviders:\n  p: {model: m}\n";
       base.default_provider = "p";
       base.providers["p"].model = "m";
+    }
+    if (key.path == "broker.jobs") {  // not available yet: true is refused, naming the key
+      Result<DaemonConfig> refused = ParseConfig(SetKeyYaml(key.path, yaml_value), kHome);
+      ASSERT_FALSE(refused.ok());
+      EXPECT_NE(refused.status().message().find("context.broker.jobs"), std::string::npos)
+          << refused.status().message();
+      continue;
     }
     const std::string yaml = prerequisites + SetKeyYaml(key.path, yaml_value);
     Result<DaemonConfig> parsed = ParseConfig(yaml, kHome);

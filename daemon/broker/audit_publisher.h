@@ -1,0 +1,89 @@
+// AuditPublisher: every audit event, also to a NATS JetStream stream (context.broker,
+// docs/BROKER.md). It publishes from the durable outbox cursor in the audit log: the
+// cursor advances only after the broker acknowledged the events, so a broker outage or
+// a daemon crash loses nothing (events wait in SQLite and go out in order once the broker
+// is back), and a republished event is dropped by the broker's duplicate window
+// (Nats-Msg-Id = <daemon_id>:<seq>). Subjects: <prefix>.audit.<daemon_id>.<category>.<type>.
+// Local subscribers of the audit socket never wait for the broker. One thread; the only
+// file with nats.c in it is audit_publisher.cpp. Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/status.h"
+
+namespace missy {
+
+class AuditLog;
+
+struct AuditPublisherOptions {
+  std::string url;  // nats://host:port[,nats://...]
+  std::string user, password, token;
+  std::string subject_prefix = "missy";
+  std::string daemon_id;                      // one subject token
+  std::string stream = "MISSY_AUDIT";         // created if absent
+  std::string cursor_name = "broker.audit";   // the outbox cursor in the audit log
+  int page = 256;                             // events read and published per round
+  std::chrono::milliseconds ack_wait{5000};   // one publish waits this long for its ack
+  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds poll{1000};       // looks for new events at least this often
+  std::chrono::milliseconds min_backoff{250}, max_backoff{30000};  // after a failure
+};
+
+struct AuditPublisherStats {
+  bool connected = false;
+  int64_t published = 0;   // events the broker acknowledged as new
+  int64_t duplicates = 0;  // acknowledged as duplicates (republished after a crash)
+  int64_t failures = 0;    // connection or publish failures
+  int64_t cursor = 0;      // the last seq acknowledged and recorded
+  std::string last_error;  // the last failure, without credentials
+};
+
+class AuditPublisher {
+ public:
+  AuditPublisher(AuditLog& log, AuditPublisherOptions options);
+  ~AuditPublisher();  // Stop()
+  AuditPublisher(const AuditPublisher&) = delete;
+  AuditPublisher& operator=(const AuditPublisher&) = delete;
+
+  void Start();
+  // Finishes the round in progress (publishes nothing more) and disconnects.
+  void Stop();
+  // New events were committed: publish them now rather than at the next poll.
+  void Notify();
+  AuditPublisherStats Stats() const;
+  // Waits until every event up to `seq` was acknowledged and recorded (tests).
+  bool WaitPublished(int64_t seq, std::chrono::milliseconds timeout);
+
+  // "<machine id>-<user>" as one subject token: the default daemon_id.
+  static std::string DefaultDaemonId();
+  // `url` without "user:password@" parts, for logs and errors.
+  static std::string RedactUrl(const std::string& url);
+
+ private:
+  struct Nats;  // the nats.c handles (audit_publisher.cpp)
+  void Loop();
+  Status Connect();
+  Status PublishRound(bool* more);
+  void Failed(const Status& status);
+
+  AuditLog& log_;
+  const AuditPublisherOptions options_;
+  std::unique_ptr<Nats> nats_;  // the publisher thread's alone
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;          // Notify, Stop
+  std::condition_variable progress_cv_;  // the cursor moved
+  bool notified_ = false;                // guarded by mu_
+  bool stopping_ = false;                // guarded by mu_
+  AuditPublisherStats stats_;            // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace missy
