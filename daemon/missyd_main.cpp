@@ -175,6 +175,20 @@ int main(int argc, char** argv) {
     RandomIds ids;
     AuditBus audit(**db, stores.audit, clock);
     ConfigHolder config_holder(config);
+    // The broker bridge (context.broker): publishes from the outbox cursor on its own
+    // thread; a broker that is down or refuses us never stops the daemon.
+    std::unique_ptr<AuditPublisher> broker;
+    if (!config->broker.url.empty() && config->broker.audit) {
+      AuditPublisherOptions bo;
+      bo.url = config->broker.url;
+      bo.user = config->broker.user;
+      bo.password = config->broker.password;
+      bo.token = config->broker.token;
+      bo.subject_prefix = config->broker.subject_prefix;
+      bo.daemon_id = config->broker.daemon_id.empty() ? AuditPublisher::DefaultDaemonId()
+                                                      : config->broker.daemon_id;
+      broker = std::make_unique<AuditPublisher>(stores.audit, std::move(bo));
+    }
     ServiceDeps deps;
     deps.db = db->get();
     deps.stores = &stores;
@@ -183,6 +197,7 @@ int main(int argc, char** argv) {
     deps.tokenizers = &tokenizers;
     deps.audit = &audit;
     deps.config = &config_holder;
+    if (broker) deps.broker_stats = [b = broker.get()] { return b->Stats(); };
     // Declared before the services, whose worker tasks (the reload route) use it.
     std::optional<ConfigReloader> reloader;
     std::unique_ptr<ops::Watchdog> watchdog;
@@ -239,24 +254,10 @@ int main(int argc, char** argv) {
       mirror = std::move(*opened);
       spdlog::info("audit events mirrored to {}", mirror->path());
     }
-    // The broker bridge (context.broker): publishes from the outbox cursor on its own
-    // thread; a broker that is down or refuses us never stops the daemon.
-    std::unique_ptr<AuditPublisher> broker;
-    if (!config->broker.url.empty() && config->broker.audit) {
-      AuditPublisherOptions bo;
-      bo.url = config->broker.url;
-      bo.user = config->broker.user;
-      bo.password = config->broker.password;
-      bo.token = config->broker.token;
-      bo.subject_prefix = config->broker.subject_prefix;
-      bo.daemon_id = config->broker.daemon_id.empty() ? AuditPublisher::DefaultDaemonId()
-                                                      : config->broker.daemon_id;
-      broker = std::make_unique<AuditPublisher>(stores.audit, std::move(bo));
-    }
     audit.SetPublisher([srv, m = mirror.get(), b = broker.get()](
                            int64_t seq, const std::string& type, std::string line) {
       if (m != nullptr) m->Write(line);
-      if (b != nullptr) b->Notify();
+      if (b != nullptr) b->Notify(seq);
       srv->Publish(seq, type, std::move(line));
     });
     if (broker) broker->Start();

@@ -71,10 +71,11 @@ void AuditPublisher::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void AuditPublisher::Notify() {
+void AuditPublisher::Notify(int64_t committed_seq) {
   {
     std::lock_guard lock(mu_);
     notified_ = true;
+    stats_.head = std::max(stats_.head, committed_seq);
   }
   cv_.notify_one();
 }
@@ -236,6 +237,7 @@ Status AuditPublisher::PublishRound(bool* more) {
     stats_.published += fresh;
     stats_.duplicates += duplicates;
     stats_.cursor = std::max(stats_.cursor, acked);
+    if (!events->empty()) stats_.head = std::max(stats_.head, events->back().seq);
   }
   progress_cv_.notify_all();
   if (!failure.ok()) return failure;
@@ -247,6 +249,7 @@ void AuditPublisher::Loop() {
   if (Result<int64_t> cursor = log_.OutboxCursor(options_.cursor_name); cursor.ok()) {
     std::lock_guard lock(mu_);
     stats_.cursor = *cursor;
+    stats_.head = std::max(stats_.head, *cursor);
   }
   auto backoff = options_.min_backoff;
   bool connected = false;

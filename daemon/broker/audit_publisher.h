@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "core/status.h"
+#include "daemon/broker/audit_publisher_stats.h"
 
 namespace missy {
 
@@ -36,14 +37,6 @@ struct AuditPublisherOptions {
   std::chrono::milliseconds min_backoff{250}, max_backoff{30000};  // after a failure
 };
 
-struct AuditPublisherStats {
-  bool connected = false;
-  int64_t published = 0;   // events the broker acknowledged as new
-  int64_t duplicates = 0;  // acknowledged as duplicates (republished after a crash)
-  int64_t failures = 0;    // connection or publish failures
-  int64_t cursor = 0;      // the last seq acknowledged and recorded
-  std::string last_error;  // the last failure, without credentials
-};
 
 class AuditPublisher {
  public:
@@ -55,8 +48,9 @@ class AuditPublisher {
   void Start();
   // Finishes the round in progress (publishes nothing more) and disconnects.
   void Stop();
-  // New events were committed: publish them now rather than at the next poll.
-  void Notify();
+  // Events up to `committed_seq` were committed: publish them now rather than at the
+  // next poll (0: the seq is unknown).
+  void Notify(int64_t committed_seq = 0);
   AuditPublisherStats Stats() const;
   // Waits until every event up to `seq` was acknowledged and recorded (tests).
   bool WaitPublished(int64_t seq, std::chrono::milliseconds timeout);

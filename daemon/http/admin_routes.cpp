@@ -14,6 +14,14 @@ void Api::AddAdminRoutes() {
   router_.Add("GET", "/v1/health", [this, &s](const std::shared_ptr<Call>& call) {
     auto cfg = s.deps.config->Get();
     const HealthFigures h = s.admin.Health();
+    json::value broker = nullptr;  // null: no broker configured
+    if (s.deps.broker_stats) {
+      const AuditPublisherStats b = s.deps.broker_stats();
+      broker = json::object{{"connected", b.connected},   {"published", b.published},
+                            {"duplicates", b.duplicates}, {"failures", b.failures},
+                            {"cursor", b.cursor},         {"backlog", b.backlog()},
+                            {"last_error", b.last_error}};
+    }
     call->Reply(
         200, json::object{
                  {"status", "ok"},
@@ -38,7 +46,8 @@ void Api::AddAdminRoutes() {
                                              {"cache_budget_bytes", h.sqlite.cache_budget_bytes},
                                              {"open_readers", h.sqlite.open_readers}}}}},
                  {"storage", json::object{{"write_transactions", h.write_transactions},
-                                          {"commits_with_fsync", h.commits_with_fsync}}}});
+                                          {"commits_with_fsync", h.commits_with_fsync}}},
+                 {"broker", std::move(broker)}});
   });
 
   router_.Add("GET", "/v1/config", [&s](const std::shared_ptr<Call>& call) {

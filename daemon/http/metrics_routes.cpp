@@ -15,6 +15,7 @@ void Api::AddMetricsRoutes() {
       metrics::DaemonMetrics& m = s.metrics;
       metrics::CollectStorage(m, *s.deps.db, *s.deps.stores);
       metrics::CollectNet(m, metrics::ProcessNetStats());
+      if (s.deps.broker_stats) metrics::CollectBroker(m, s.deps.broker_stats());
       const HealthFigures h = s.admin.Health();
       m.history_cache_sessions.Set(static_cast<double>(h.cached_sessions));
       m.history_cache_bytes.Set(static_cast<double>(h.cached_bytes));

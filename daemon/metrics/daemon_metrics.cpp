@@ -185,6 +185,17 @@ DaemonMetrics::DaemonMetrics()
                              .AddCounter("missyd_writer_checkpoints_total",
                                          "WAL checkpoints (copies back into the database file).")
                              .With({})),
+      broker_connected(registry.AddGauge("missyd_broker_connected",
+                                         "1 while the broker bridge is connected.", {"stream"})),
+      broker_backlog(registry.AddGauge(
+          "missyd_broker_backlog_events",
+          "Committed audit events the broker has not acknowledged yet (the lag).", {"stream"})),
+      broker_published(registry.AddCounter(
+          "missyd_broker_published_total",
+          "Audit events the broker acknowledged, by outcome (new, duplicate).",
+          {"stream", "outcome"})),
+      broker_failures(registry.AddCounter("missyd_broker_failures_total",
+                                          "Broker connection or publish failures.", {"stream"})),
       sqlite_memory_bytes(
           registry.AddGauge("missyd_sqlite_memory_bytes", "SQLite heap in use in this process.")
               .With({})),
@@ -248,6 +259,15 @@ void CollectStorage(DaemonMetrics& m, Database& db, Stores& stores) {
   m.sqlite_memory_bytes.Set(static_cast<double>(mem.sqlite_bytes));
   m.sqlite_cache_bytes.Set(static_cast<double>(mem.cache_bytes));
   m.database_open_readers.Set(mem.open_readers);
+}
+
+void CollectBroker(DaemonMetrics& m, const AuditPublisherStats& b) {
+  const std::string stream = "MISSY_AUDIT";
+  m.broker_connected.With({stream}).Set(b.connected ? 1 : 0);
+  m.broker_backlog.With({stream}).Set(static_cast<double>(b.backlog()));
+  m.broker_published.With({stream, "new"}).Store(static_cast<uint64_t>(b.published));
+  m.broker_published.With({stream, "duplicate"}).Store(static_cast<uint64_t>(b.duplicates));
+  m.broker_failures.With({stream}).Store(static_cast<uint64_t>(b.failures));
 }
 
 void CollectNet(DaemonMetrics& m, const NetStats& s) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "daemon/broker/audit_publisher_stats.h"
 #include "daemon/metrics/registry.h"
 
 namespace missy {
@@ -83,6 +84,11 @@ class DaemonMetrics {
   Counter& writer_commit_micros;
   Counter& writer_cpu_micros;
   Counter& writer_checkpoints;
+  // The broker bridge (only when one is configured; CollectBroker).
+  GaugeFamily& broker_connected;
+  GaugeFamily& broker_backlog;
+  CounterFamily& broker_published;
+  CounterFamily& broker_failures;
   Gauge& sqlite_memory_bytes;
   Gauge& sqlite_cache_bytes;
   Gauge& database_open_readers;
@@ -100,6 +106,7 @@ class DaemonMetrics {
 void CollectStorage(DaemonMetrics& m, Database& db, Stores& stores);
 // The network edge's counters.
 void CollectNet(DaemonMetrics& m, const NetStats& stats);
+void CollectBroker(DaemonMetrics& m, const AuditPublisherStats& stats);
 
 // A method label with bounded values: the usual methods as they are, anything else "other".
 std::string_view MethodLabel(std::string_view method);

@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 #include "core/status.h"
+#include "daemon/broker/audit_publisher_stats.h"
 
 namespace missy {
 
@@ -56,6 +57,8 @@ struct ServiceDeps {
   MemoryHitsCache* memory_hits = nullptr;  // told of every searchable change (null: none)
   std::function<void()> on_job_queued;     // wakes the summarization worker (empty: none)
   metrics::DaemonMetrics* metrics = nullptr;  // counters the use cases bump (null: none)
+  // The broker bridge's figures for /v1/health and /metrics (empty: no broker).
+  std::function<AuditPublisherStats()> broker_stats;
 };
 
 // Tells deps.memory_hits that searchable content changed (see memory_hits_cache.h).

@@ -46,6 +46,23 @@ TEST(BrokerDaemonTest, AuditEventsReachTheStreamAndThePasswordIsNeverShown) {
   EXPECT_EQ(got[1].subject, "missy.audit.ws9-test.context.session.created");
   EXPECT_EQ(got[1].msg_id, "ws9-test:2");
   EXPECT_EQ(boost::json::parse(got[1].data).at("session_id").as_string(), "b1");
+  // The bridge's state in /v1/health and /metrics.
+  boost::json::value broker;
+  for (int i = 0; i < 100; ++i) {
+    broker = Body(d.Call("GET", "/v1/health")).at("broker");
+    if (Int(broker, {"backlog"}) == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(broker.at("connected").as_bool());
+  EXPECT_GE(Int(broker, {"cursor"}), 2);
+  EXPECT_EQ(Int(broker, {"backlog"}), 0);
+  EXPECT_EQ(Int(broker, {"duplicates"}), 0);
+  Result<ClientResponse> scrape = d.Call("GET", "/metrics");
+  ASSERT_TRUE(scrape.ok());
+  EXPECT_NE(scrape->body.find("\nmissyd_broker_connected{stream=\"MISSY_AUDIT\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(scrape->body.find("\nmissyd_broker_backlog_events{stream=\"MISSY_AUDIT\"} 0\n"),
+            std::string::npos);
   EXPECT_EQ(d.Stop(), 0);
   EXPECT_EQ(d.log().find("hunter2-secret"), std::string::npos) << d.log();
 }
@@ -66,6 +83,14 @@ TEST(BrokerDaemonTest, AnUnreachableBrokerIsLoggedAndTheDaemonKeepsServing) {
       << log;
   EXPECT_NE(log.find("cannot connect"), std::string::npos) << log;
   EXPECT_EQ(log.find("hunter2-secret"), std::string::npos) << log;
+  // Nothing acknowledged: the events wait, and the lag says how many.
+  const boost::json::value broker = Body(d.Call("GET", "/v1/health")).at("broker");
+  EXPECT_FALSE(broker.at("connected").as_bool());
+  EXPECT_GE(Int(broker, {"failures"}), 1);
+  EXPECT_EQ(Int(broker, {"cursor"}), 0);
+  EXPECT_GE(Int(broker, {"backlog"}), 2);  // daemon.started, session.created, ...
+  EXPECT_NE(std::string(broker.at("last_error").as_string()).find("cannot connect"),
+            std::string::npos);
   EXPECT_EQ(d.Stop(), 0);
 }
 
