@@ -2,13 +2,6 @@
 // `nats-server -js` (file store, every publish waits for its ack), from a backlog in
 // SQLite (the rate after an outage) and live while 64 writer threads emit events (the
 // lag they leave). Usage: broker_bench [--events N] [--dir DIR]
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -25,49 +18,13 @@
 #include "storage/audit_log.h"
 #include "storage/database.h"
 #include "storage/stores.h"
+// The same nats-server launcher the broker tests use (header-only, no test framework).
+#include "tests/daemon/broker/nats_test_util.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
-
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-bool Accepts(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
-}
-
-pid_t StartNats(int port, const std::string& store) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const std::string p = std::to_string(port);
-    const std::string log = store + "/nats.log";
-    execlp("nats-server", "nats-server", "-js", "-a", "127.0.0.1", "-p", p.c_str(), "-sd",
-           store.c_str(), "-l", log.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  for (int i = 0; i < 200 && !Accepts(port); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return pid;
-}
 
 missy::AuditEvent Event(int i) {
   missy::AuditEvent e;
@@ -97,9 +54,8 @@ int main(int argc, char** argv) {
     dir = tmpl;
   }
   fs::create_directories(dir + "/nats");
-  const int port = FreePort();
-  const pid_t nats = StartNats(port, dir + "/nats");
-  if (!Accepts(port)) {
+  missy::testing::NatsServer nats(missy::testing::FreeLoopbackPort(), dir + "/nats");
+  if (!nats.Start()) {
     std::fprintf(stderr, "nats-server did not start (is it installed? scripts/install-deps)\n");
     return 1;
   }
@@ -108,7 +64,7 @@ int main(int argc, char** argv) {
   missy::Stores stores(**db);
 
   missy::AuditPublisherOptions o;
-  o.url = "nats://127.0.0.1:" + std::to_string(port);
+  o.url = nats.url();
   o.daemon_id = "bench";
   std::printf("missyd broker bridge: nats-server -js (file store) on loopback, one acked "
               "publish at a time\n");
@@ -172,9 +128,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(lags[lags.size() / 2]),
               static_cast<long long>(lags.back()), drain_s);
   pub.Stop();
-  kill(nats, SIGTERM);
-  int status = 0;
-  waitpid(nats, &status, 0);
+  nats.Stop();
   db->reset();
   fs::remove_all(dir);
   return 0;

@@ -72,12 +72,14 @@ void AuditPublisher::Stop() {
 }
 
 void AuditPublisher::Notify(int64_t committed_seq) {
+  bool wake = false;
   {
     std::lock_guard lock(mu_);
+    wake = !notified_;  // one wake-up per round, not one per event (this is the writer)
     notified_ = true;
     stats_.head = std::max(stats_.head, committed_seq);
   }
-  cv_.notify_one();
+  if (wake) cv_.notify_one();
 }
 
 AuditPublisherStats AuditPublisher::Stats() const {

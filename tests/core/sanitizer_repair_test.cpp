@@ -35,6 +35,22 @@ struct RepairCase {
   const char* context;                // what the read-time sanitizer keeps of stored + batch
 };
 
+// Appends c.batch after c.stored with repair: the batch as repaired, its flags and
+// warnings, and what the sanitizer then sends.
+void ExpectRepair(const RepairCase& c) {
+  SCOPED_TRACE(std::string(c.name) + ": [" + c.stored + "] + [" + c.batch + "]");
+  std::vector<Message> stored = Conv(c.stored);
+  std::vector<Message> batch = Conv(c.batch);
+  AppendValidation v = RepairAndValidateAppend(DeriveOpenCallState(stored), batch,
+                                               static_cast<int64_t>(stored.size()) + 1);
+  EXPECT_EQ(Shape(batch), c.repaired);
+  EXPECT_EQ(v.flags, c.flags);
+  EXPECT_EQ(Problems(v.warnings), c.problems);
+  std::vector<Message> all = stored;
+  all.insert(all.end(), batch.begin(), batch.end());
+  EXPECT_EQ(Shape(SanitizeMessages(all)), c.context);
+}
+
 TEST(SanitizerRepairTest, EmptyIdsAreRepairedWhenUnambiguous) {
   const std::vector<RepairCase> cases = {
       {"one call, one result",
@@ -99,19 +115,7 @@ TEST(SanitizerRepairTest, EmptyIdsAreRepairedWhenUnambiguous) {
        {},
        "u aTC(A) t(A)"},
   };
-  for (const RepairCase& c : cases) {
-    SCOPED_TRACE(std::string(c.name) + ": [" + c.stored + "] + [" + c.batch + "]");
-    std::vector<Message> stored = Conv(c.stored);
-    std::vector<Message> batch = Conv(c.batch);
-    AppendValidation v = RepairAndValidateAppend(DeriveOpenCallState(stored), batch,
-                                                 static_cast<int64_t>(stored.size()) + 1);
-    EXPECT_EQ(Shape(batch), c.repaired);
-    EXPECT_EQ(v.flags, c.flags);
-    EXPECT_EQ(Problems(v.warnings), c.problems);
-    std::vector<Message> all = stored;
-    all.insert(all.end(), batch.begin(), batch.end());
-    EXPECT_EQ(Shape(SanitizeMessages(all)), c.context);
-  }
+  for (const RepairCase& c : cases) ExpectRepair(c);
 }
 
 TEST(SanitizerRepairTest, AmbiguousResultsAreStoredUnpairedAndDroppedAtReadTime) {
@@ -154,19 +158,7 @@ TEST(SanitizerRepairTest, AmbiguousResultsAreStoredUnpairedAndDroppedAtReadTime)
        {"0::unpaired_result:tool_call_id"},
        "u aTC(A,B) t(B) t(A)"},
   };
-  for (const RepairCase& c : cases) {
-    SCOPED_TRACE(std::string(c.name) + ": [" + c.stored + "] + [" + c.batch + "]");
-    std::vector<Message> stored = Conv(c.stored);
-    std::vector<Message> batch = Conv(c.batch);
-    AppendValidation v = RepairAndValidateAppend(DeriveOpenCallState(stored), batch,
-                                                 static_cast<int64_t>(stored.size()) + 1);
-    EXPECT_EQ(Shape(batch), c.repaired);
-    EXPECT_EQ(v.flags, c.flags);
-    EXPECT_EQ(Problems(v.warnings), c.problems);
-    std::vector<Message> all = stored;
-    all.insert(all.end(), batch.begin(), batch.end());
-    EXPECT_EQ(Shape(SanitizeMessages(all)), c.context);
-  }
+  for (const RepairCase& c : cases) ExpectRepair(c);
 }
 
 TEST(SanitizerRepairTest, WarningsNameTheSeqAndTheOpenCalls) {
