@@ -72,8 +72,14 @@ struct BrokerConfig {
   std::string token;                    // token authentication; never logged or returned
   std::string subject_prefix = "missy";  // subjects <prefix>.audit.<daemon_id>.<category>.<type>
   std::string daemon_id;                // "" = <machine id>-<user>
+  std::string creds_file;               // a NATS .creds file (JWT + nkey seed); "" = none
+  std::string ca_file;                  // PEM CA bundle to verify a tls:// server ("" = system)
   bool audit = true;                    // publish every audit event to the MISSY_AUDIT stream
-  bool jobs = false;                    // distributed summarization (not available yet)
+  bool jobs = false;                    // summarization jobs to workers over MISSY_JOBS
+  int64_t job_timeout_ms = 120000;      // no result by then: the job's step runs locally
+  int64_t job_ack_wait_ms = 30000;      // a worker silent this long loses the job (redelivery)
+  int64_t job_max_deliver = 3;          // deliveries of one job to workers at most
+  int64_t jobs_in_flight = 8;           // summarization jobs run at once with jobs on
 };
 
 struct DaemonConfig {

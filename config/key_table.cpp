@@ -152,10 +152,26 @@ const ConfigKey kKeys[] = {
      StringRule{At<&D::broker, &BrokerConfig::subject_prefix>()}},
     {"broker.daemon_id", "this daemon's name in subjects and message ids (\"\" = machine id-user)",
      StringRule{At<&D::broker, &BrokerConfig::daemon_id>()}},
+    {"broker.creds_file", "NATS credentials file (.creds: user JWT and nkey seed)",
+     PathRule{At<&D::broker, &BrokerConfig::creds_file>(), /*may_be_empty=*/true}},
+    {"broker.ca_file", "PEM CA bundle that verifies a tls:// server (\"\" = system store)",
+     PathRule{At<&D::broker, &BrokerConfig::ca_file>(), /*may_be_empty=*/true},
+     "A tls:// url, or a ca_file, turns TLS on; the server's certificate is always verified."},
     {"broker.audit", "publish every audit event to the MISSY_AUDIT stream",
      BoolRule{At<&D::broker, &BrokerConfig::audit>()}},
-    {"broker.jobs", "summarization jobs over the broker (not available yet: must be false)",
-     BoolRule{At<&D::broker, &BrokerConfig::jobs>()}},
+    {"broker.jobs", "send summarization steps to `missyd worker` processes over MISSY_JOBS",
+     BoolRule{At<&D::broker, &BrokerConfig::jobs>()},
+     "Each leaf or condensed summary becomes one self-contained job message; a job without\n"
+     "a result within job_timeout_ms (no worker, deliveries exhausted, broker down) is\n"
+     "summarized by the daemon itself."},
+    {"broker.job_timeout_ms", "a job without a result by then is summarized locally",
+     IntRule{At<&D::broker, &BrokerConfig::job_timeout_ms>(), 100}},
+    {"broker.job_ack_wait_ms", "a worker that neither acks nor reports progress this long loses the job",
+     IntRule{At<&D::broker, &BrokerConfig::job_ack_wait_ms>(), 100}},
+    {"broker.job_max_deliver", "deliveries of one job to workers at most",
+     IntRule{At<&D::broker, &BrokerConfig::job_max_deliver>(), 1}},
+    {"broker.jobs_in_flight", "summarization jobs run at once when jobs go to workers",
+     IntRule{At<&D::broker, &BrokerConfig::jobs_in_flight>(), 1}},
 
     {"models", "rows added to or replacing the built-in model table",
      ModelRowsRule{At<&D::models>()},
@@ -173,7 +189,7 @@ const ConfigGroup kGroups[] = {
     {"calibration", "correction from provider-reported usage"},
     {"limits", "resource limits"},
     {"audit", "audit log retention and mirror file"},
-    {"broker", "NATS JetStream bridge (audit events to a durable stream)"},
+    {"broker", "NATS JetStream bridge (audit events, summarization jobs for workers)"},
 };
 
 }  // namespace
@@ -223,10 +239,9 @@ Status CheckCrossFieldRules(const DaemonConfig& config) {
           "must be one subject token: not empty, without spaces, '.', '*' or '>'", std::string(key));
     }
   }
-  if (config.broker.jobs) {
-    return Status::InvalidArgument(
-        "summarization jobs over the broker are not available yet: set it to false",
-        "broker.jobs");
+  if (config.broker.jobs && config.broker.url.empty()) {
+    return Status::InvalidArgument("summarization jobs over the broker need broker.url",
+                                   "broker.jobs");
   }
   // The llm backend needs a provider it can call.
   const SummarizerBackendConfig& sb = config.summarizer_backend;

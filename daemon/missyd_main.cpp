@@ -23,6 +23,8 @@
 #include "daemon/audit/audit_bus.h"
 #include "daemon/audit/audit_mirror.h"
 #include "daemon/broker/audit_publisher.h"
+#include "daemon/broker/job_dispatcher.h"
+#include "daemon/broker/worker_cli.h"
 #include "daemon/http/api.h"
 #include "daemon/net/server.h"
 #include "daemon/ops/listen_fds.h"
@@ -49,6 +51,7 @@ void ReleaseFreeMemory() {
 void PrintUsage() {
   std::printf(
       "usage: missyd [--config PATH] [--check-config] [--log-level LEVEL] [--version]\n"
+      "       missyd worker --broker URL [...]   (a summarization worker: missyd worker --help)\n"
       "\n"
       "  --config PATH     config file (default: $MISSY_HOME/config.yaml, MISSY_HOME\n"
       "                    defaults to ~/.missy); created with commented defaults if absent\n"
@@ -64,6 +67,7 @@ int main(int argc, char** argv) {
   std::string config_path;
   std::string log_level_override;
   bool check_only = false;
+  if (argc > 1 && std::string(argv[1]) == "worker") return WorkerMain(argc - 1, argv + 1);
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--config" && i + 1 < argc) {
@@ -187,7 +191,29 @@ int main(int argc, char** argv) {
       bo.subject_prefix = config->broker.subject_prefix;
       bo.daemon_id = config->broker.daemon_id.empty() ? AuditPublisher::DefaultDaemonId()
                                                       : config->broker.daemon_id;
+      bo.creds_file = config->broker.creds_file;
+      bo.ca_file = config->broker.ca_file;
       broker = std::make_unique<AuditPublisher>(stores.audit, std::move(bo));
+    }
+    // Distributed summarization (context.broker.jobs): each summarization step goes to a
+    // `missyd worker` over MISSY_JOBS; without a result in time it runs here.
+    std::unique_ptr<JobDispatcher> dispatcher;
+    if (!config->broker.url.empty() && config->broker.jobs) {
+      JobDispatcherOptions jo;
+      jo.url = config->broker.url;
+      jo.user = config->broker.user;
+      jo.password = config->broker.password;
+      jo.token = config->broker.token;
+      jo.creds_file = config->broker.creds_file;
+      jo.ca_file = config->broker.ca_file;
+      jo.subject_prefix = config->broker.subject_prefix;
+      jo.daemon_id = config->broker.daemon_id.empty() ? AuditPublisher::DefaultDaemonId()
+                                                      : config->broker.daemon_id;
+      jo.timeout = std::chrono::milliseconds(config->broker.job_timeout_ms);
+      jo.ack_wait = std::chrono::milliseconds(config->broker.job_ack_wait_ms);
+      jo.max_deliver = config->broker.job_max_deliver;
+      dispatcher = std::make_unique<JobDispatcher>(std::move(jo));
+      dispatcher->Start();
     }
     ServiceDeps deps;
     deps.db = db->get();
@@ -198,6 +224,7 @@ int main(int argc, char** argv) {
     deps.audit = &audit;
     deps.config = &config_holder;
     if (broker) deps.broker_stats = [b = broker.get()] { return b->Stats(); };
+    deps.dispatcher = dispatcher.get();
     // Declared before the services, whose worker tasks (the reload route) use it.
     std::optional<ConfigReloader> reloader;
     std::unique_ptr<ops::Watchdog> watchdog;
@@ -282,6 +309,7 @@ int main(int argc, char** argv) {
 
     // Background summarization: its own thread, claiming jobs from the queue in SQLite
     // (jobs left by a previous run are picked up too).
+    if (dispatcher) services.summarizer.SetThreads(static_cast<int>(config->broker.jobs_in_flight));
     services.summarizer.Start();
     // Idle sessions' histories are released, and the memory they held goes back to the
     // system (glibc keeps freed heap pages otherwise).
@@ -331,6 +359,7 @@ int main(int argc, char** argv) {
     ops::NotifyStopping("stopping: finishing summarization");
     // The summarization job in progress finishes (its events are still published), then
     // nothing publishes to the server any more: it is destroyed before the services.
+    if (dispatcher) dispatcher->Stop();  // steps waiting for a worker finish locally
     services.summarizer.Stop();
     services.workers.Drain();  // a reload still running finishes before its reloader goes
     reloader.reset();

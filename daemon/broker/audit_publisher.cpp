@@ -1,6 +1,5 @@
 #include "daemon/broker/audit_publisher.h"
 
-#include <nats/nats.h>
 #include <pwd.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -11,44 +10,14 @@
 #include <vector>
 
 #include "core/audit_event.h"
+#include "daemon/broker/nats_conn.h"
 #include "storage/audit_log.h"
 
 namespace missy {
-namespace {
 
-// A subject token: no separators or wildcards.
-std::string Token(std::string s) {
-  for (char& c : s) {
-    if (c == '.' || c == '*' || c == '>' || c == ' ' || c == '\t') c = '_';
-  }
-  return s.empty() ? "_" : s;
-}
+using broker::NatsError;
 
-// What nats.c said, with the thread's last error text when it has one.
-std::string NatsError(natsStatus s, jsErrCode jerr = static_cast<jsErrCode>(0)) {
-  std::string out = natsStatus_GetText(s);
-  natsStatus last = NATS_OK;
-  const char* detail = nats_GetLastError(&last);
-  if (detail != nullptr && *detail != '\0' && out.find(detail) == std::string::npos) {
-    out += std::string(": ") + detail;
-  }
-  if (jerr != 0) out += " (JetStream error " + std::to_string(static_cast<int>(jerr)) + ")";
-  return out;
-}
-
-}  // namespace
-
-struct AuditPublisher::Nats {
-  natsConnection* conn = nullptr;
-  jsCtx* js = nullptr;
-  ~Nats() { Close(); }
-  void Close() {
-    if (js != nullptr) jsCtx_Destroy(js);
-    js = nullptr;
-    if (conn != nullptr) natsConnection_Destroy(conn);  // closes it
-    conn = nullptr;
-  }
-};
+struct AuditPublisher::Nats : broker::Connection {};
 
 AuditPublisher::AuditPublisher(AuditLog& log, AuditPublisherOptions options)
     : log_(log), options_(std::move(options)), nats_(std::make_unique<Nats>()) {}
@@ -109,26 +78,10 @@ std::string AuditPublisher::DefaultDaemonId() {
   } else {
     user = std::to_string(getuid());
   }
-  return Token(machine + "-" + user);
+  return broker::SubjectToken(machine + "-" + user);
 }
 
-std::string AuditPublisher::RedactUrl(const std::string& url) {
-  std::string out;
-  size_t from = 0;
-  while (from <= url.size()) {
-    size_t comma = url.find(',', from);
-    if (comma == std::string::npos) comma = url.size();
-    std::string one = url.substr(from, comma - from);
-    const size_t scheme = one.find("://");
-    const size_t at = one.find('@', scheme == std::string::npos ? 0 : scheme + 3);
-    if (at != std::string::npos) {
-      one = one.substr(0, scheme == std::string::npos ? 0 : scheme + 3) + "***@" + one.substr(at + 1);
-    }
-    out += (out.empty() ? "" : ",") + one;
-    from = comma + 1;
-  }
-  return out;
-}
+std::string AuditPublisher::RedactUrl(const std::string& url) { return broker::RedactUrl(url); }
 
 void AuditPublisher::Failed(const Status& status) {
   bool log_it = false;
@@ -148,51 +101,21 @@ void AuditPublisher::Failed(const Status& status) {
 }
 
 Status AuditPublisher::Connect() {
-  nats_->Close();
-  natsOptions* opts = nullptr;
-  natsStatus s = natsOptions_Create(&opts);
-  if (s == NATS_OK) s = natsOptions_SetURL(opts, options_.url.c_str());
-  if (s == NATS_OK && !options_.user.empty()) {
-    s = natsOptions_SetUserInfo(opts, options_.user.c_str(), options_.password.c_str());
-  }
-  if (s == NATS_OK && !options_.token.empty()) s = natsOptions_SetToken(opts, options_.token.c_str());
-  if (s == NATS_OK) s = natsOptions_SetTimeout(opts, options_.connect_timeout.count());
+  broker::Endpoint endpoint;
+  endpoint.url = options_.url;
+  endpoint.user = options_.user;
+  endpoint.password = options_.password;
+  endpoint.token = options_.token;
+  endpoint.creds_file = options_.creds_file;
+  endpoint.ca_file = options_.ca_file;
+  endpoint.name = "missyd " + options_.daemon_id + " audit";
+  endpoint.connect_timeout = options_.connect_timeout;
   // A lost connection is a failure of the round: this loop reconnects, from the cursor.
-  if (s == NATS_OK) s = natsOptions_SetAllowReconnect(opts, false);
-  if (s == NATS_OK) s = natsConnection_Connect(&nats_->conn, opts);
-  natsOptions_Destroy(opts);
-  if (s != NATS_OK) return Status::Unavailable("cannot connect: " + NatsError(s));
-
-  jsOptions jo;
-  jsOptions_Init(&jo);
-  jo.Wait = options_.ack_wait.count();
-  s = natsConnection_JetStream(&nats_->js, nats_->conn, &jo);
-  if (s != NATS_OK) return Status::Unavailable("no JetStream context: " + NatsError(s));
-
-  jsStreamInfo* info = nullptr;
-  jsErrCode jerr = static_cast<jsErrCode>(0);
-  s = js_GetStreamInfo(&info, nats_->js, options_.stream.c_str(), nullptr, &jerr);
-  if (s == NATS_NOT_FOUND) {
-    const std::string subjects = options_.subject_prefix + ".audit.>";
-    const char* subject_list[] = {subjects.c_str()};
-    jsStreamConfig sc;
-    jsStreamConfig_Init(&sc);
-    sc.Name = options_.stream.c_str();
-    sc.Subjects = subject_list;
-    sc.SubjectsLen = 1;
-    sc.Storage = js_FileStorage;
-    sc.Duplicates = int64_t{10} * 60 * 1000 * 1000 * 1000;  // 10 min, in ns
-    jerr = static_cast<jsErrCode>(0);
-    s = js_AddStream(&info, nats_->js, &sc, nullptr, &jerr);
-    if (s == NATS_OK) {
-      spdlog::info("broker: created stream {} for {}", options_.stream, subjects);
-    }
-  }
-  if (info != nullptr) jsStreamInfo_Destroy(info);
-  if (s != NATS_OK) {
-    return Status::Unavailable("stream " + options_.stream + ": " + NatsError(s, jerr));
-  }
-  return Status::Ok();
+  endpoint.reconnect = false;
+  if (Status st = broker::Connect(endpoint, options_.ack_wait, *nats_); !st.ok()) return st;
+  broker::StreamSpec stream{options_.stream, options_.subject_prefix + ".audit.>"};
+  stream.duplicates = std::chrono::minutes(10);
+  return broker::EnsureStream(nats_->js, stream);
 }
 
 Status AuditPublisher::PublishRound(bool* more) {
@@ -209,7 +132,7 @@ Status AuditPublisher::PublishRound(bool* more) {
       std::lock_guard lock(mu_);
       if (stopping_) break;
     }
-    const std::string subject = prefix + Token(e.category) + "." + e.event_type;
+    const std::string subject = prefix + broker::SubjectToken(e.category) + "." + e.event_type;
     const std::string data = AuditEventToJsonLine(e);
     const std::string msg_id = options_.daemon_id + ":" + std::to_string(e.seq);
     jsPubOptions po;

@@ -26,6 +26,7 @@ class AuditLog;
 struct AuditPublisherOptions {
   std::string url;  // nats://host:port[,nats://...]
   std::string user, password, token;
+  std::string creds_file, ca_file;  // a .creds file; PEM CAs for tls:// ("" = the system's)
   std::string subject_prefix = "missy";
   std::string daemon_id;                      // one subject token
   std::string stream = "MISSY_AUDIT";         // created if absent

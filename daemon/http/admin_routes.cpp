@@ -6,6 +6,7 @@
 #include "daemon/http/encode.h"
 #include "daemon/service/config_reloader.h"
 #include "daemon/service/services.h"
+#include "daemon/service/summary_dispatch.h"
 
 namespace missy::http {
 
@@ -21,6 +22,16 @@ void Api::AddAdminRoutes() {
                             {"duplicates", b.duplicates}, {"failures", b.failures},
                             {"cursor", b.cursor},         {"backlog", b.backlog()},
                             {"last_error", b.last_error}};
+    }
+    if (s.deps.dispatcher != nullptr) {  // distributed summarization
+      const DispatchStats j = s.deps.dispatcher->Stats();
+      if (broker.is_null()) broker = json::object{};
+      broker.as_object()["jobs"] =
+          json::object{{"connected", j.connected},   {"dispatched", j.dispatched},
+                       {"completed", j.completed},   {"worker_errors", j.worker_errors},
+                       {"timeouts", j.timeouts},     {"duplicates", j.duplicates},
+                       {"stale", j.stale},           {"in_flight", j.in_flight},
+                       {"last_error", j.last_error}};
     }
     call->Reply(
         200, json::object{

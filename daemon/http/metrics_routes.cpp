@@ -5,6 +5,7 @@
 #include "daemon/metrics/daemon_metrics.h"
 #include "daemon/metrics/net_stats.h"
 #include "daemon/service/services.h"
+#include "daemon/service/summary_dispatch.h"
 
 namespace missy::http {
 
@@ -16,6 +17,7 @@ void Api::AddMetricsRoutes() {
       metrics::CollectStorage(m, *s.deps.db, *s.deps.stores);
       metrics::CollectNet(m, metrics::ProcessNetStats());
       if (s.deps.broker_stats) metrics::CollectBroker(m, s.deps.broker_stats());
+      if (s.deps.dispatcher != nullptr) metrics::CollectJobs(m, s.deps.dispatcher->Stats());
       const HealthFigures h = s.admin.Health();
       m.history_cache_sessions.Set(static_cast<double>(h.cached_sessions));
       m.history_cache_bytes.Set(static_cast<double>(h.cached_bytes));

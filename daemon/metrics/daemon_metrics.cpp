@@ -196,6 +196,15 @@ DaemonMetrics::DaemonMetrics()
           {"stream", "outcome"})),
       broker_failures(registry.AddCounter("missyd_broker_failures_total",
                                           "Broker connection or publish failures.", {"stream"})),
+      broker_jobs(registry.AddCounter(
+          "missyd_broker_jobs_total",
+          "Summarization steps sent to broker workers, by outcome (dispatched, completed, "
+          "worker_error, timeout: summarized locally; duplicate, stale: results dropped).",
+          {"outcome"})),
+      broker_jobs_in_flight(registry
+                                .AddGauge("missyd_broker_jobs_in_flight",
+                                          "Summarization steps waiting for a worker's result.")
+                                .With({})),
       sqlite_memory_bytes(
           registry.AddGauge("missyd_sqlite_memory_bytes", "SQLite heap in use in this process.")
               .With({})),
@@ -268,6 +277,17 @@ void CollectBroker(DaemonMetrics& m, const AuditPublisherStats& b) {
   m.broker_published.With({stream, "new"}).Store(static_cast<uint64_t>(b.published));
   m.broker_published.With({stream, "duplicate"}).Store(static_cast<uint64_t>(b.duplicates));
   m.broker_failures.With({stream}).Store(static_cast<uint64_t>(b.failures));
+}
+
+void CollectJobs(DaemonMetrics& m, const DispatchStats& j) {
+  m.broker_connected.With({"MISSY_JOBS"}).Set(j.connected ? 1 : 0);
+  const std::pair<const char*, int64_t> outcomes[] = {
+      {"dispatched", j.dispatched}, {"completed", j.completed}, {"worker_error", j.worker_errors},
+      {"timeout", j.timeouts},      {"duplicate", j.duplicates}, {"stale", j.stale}};
+  for (const auto& [outcome, n] : outcomes) {
+    m.broker_jobs.With({outcome}).Store(static_cast<uint64_t>(n));
+  }
+  m.broker_jobs_in_flight.Set(static_cast<double>(j.in_flight));
 }
 
 void CollectNet(DaemonMetrics& m, const NetStats& s) {

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "daemon/broker/audit_publisher_stats.h"
+#include "daemon/broker/dispatch_stats.h"
 #include "daemon/metrics/registry.h"
 
 namespace missy {
@@ -89,6 +90,9 @@ class DaemonMetrics {
   GaugeFamily& broker_backlog;
   CounterFamily& broker_published;
   CounterFamily& broker_failures;
+  // Distributed summarization (CollectJobs): steps by outcome, and those waiting now.
+  CounterFamily& broker_jobs;
+  Gauge& broker_jobs_in_flight;
   Gauge& sqlite_memory_bytes;
   Gauge& sqlite_cache_bytes;
   Gauge& database_open_readers;
@@ -107,6 +111,7 @@ void CollectStorage(DaemonMetrics& m, Database& db, Stores& stores);
 // The network edge's counters.
 void CollectNet(DaemonMetrics& m, const NetStats& stats);
 void CollectBroker(DaemonMetrics& m, const AuditPublisherStats& stats);
+void CollectJobs(DaemonMetrics& m, const DispatchStats& stats);
 
 // A method label with bounded values: the usual methods as they are, anything else "other".
 std::string_view MethodLabel(std::string_view method);

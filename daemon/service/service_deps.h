@@ -18,6 +18,7 @@ class Clock;
 class Database;
 class IdSource;
 class MemoryHitsCache;
+class SummaryDispatcher;
 class TokenizerRegistry;
 class Txn;
 class WorkerPool;
@@ -57,6 +58,8 @@ struct ServiceDeps {
   MemoryHitsCache* memory_hits = nullptr;  // told of every searchable change (null: none)
   std::function<void()> on_job_queued;     // wakes the summarization worker (empty: none)
   metrics::DaemonMetrics* metrics = nullptr;  // counters the use cases bump (null: none)
+  // Summarization steps go to broker workers through it (null: all local).
+  SummaryDispatcher* dispatcher = nullptr;
   // The broker bridge's figures for /v1/health and /metrics (empty: no broker).
   std::function<AuditPublisherStats()> broker_stats;
 };

@@ -11,6 +11,7 @@
 #include "daemon/service/counting.h"
 #include "daemon/service/ports.h"
 #include "daemon/service/summary_backend.h"
+#include "daemon/service/summary_dispatch.h"
 #include "storage/database.h"
 #include "storage/stores.h"
 
@@ -44,6 +45,7 @@ AuditDetail& AddBackend(AuditDetail& detail, const SelectedBackend& selected,
         .Add("fallback_reason", why);
   }
   if (sum.llm_requests > 0) detail.Add("llm_requests", sum.llm_requests);
+  if (!sum.worker.empty()) detail.Add("worker", sum.worker);
   return detail;
 }
 
@@ -166,9 +168,25 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     return out;  // nothing worth a summary yet: no event, no write
   }
   // Built only when there is work: an llm backend makes a provider client.
-  const SelectedBackend selected = SelectSummaryBackend(
+  SelectedBackend selected = SelectSummaryBackend(
       *cfg, !request.backend.empty() ? request.backend : session->summarizer_backend,
       session->summarizer_provider, provider_options, deadline, deps_.metrics);
+  if (deps_.dispatcher != nullptr) {
+    // Each step goes to a broker worker; the selected backend is the local fallback.
+    RemoteBackend::Identity who;
+    who.task_prefix = std::to_string(request.job_id) + ":" + deps_.ids->NewId();
+    who.job_id = request.job_id;
+    who.session_id = id;
+    who.backend = selected.requested;
+    who.provider = !session->summarizer_provider.empty() ? session->summarizer_provider
+                   : !cfg->summarizer_backend.provider.empty() ? cfg->summarizer_backend.provider
+                                                               : cfg->default_provider;
+    who.model = session->model;
+    who.max_wait_ms = request.llm_budget.count();
+    selected.backend = std::make_unique<RemoteBackend>(
+        *deps_.dispatcher, std::move(selected.backend), std::move(who), selected.fallback);
+    selected.fallback.clear();
+  }
   out.backend = selected.requested;
   if (!selected.fallback.empty()) {
     spdlog::warn("summarization of {}: {}; using the extractive backend", id, selected.fallback);

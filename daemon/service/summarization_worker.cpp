@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "daemon/audit/audit_bus.h"
@@ -20,9 +21,11 @@ SummarizationWorker::~SummarizationWorker() { Stop(); }
 
 void SummarizationWorker::Start() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (thread_.joinable()) return;
+  if (!threads_.empty()) return;
   stop_ = false;
-  thread_ = std::thread([this] { Loop(); });
+  for (int i = 0; i < std::max(1, options_.threads); ++i) {
+    threads_.emplace_back([this] { Loop(); });
+  }
 }
 
 void SummarizationWorker::Stop() {
@@ -31,7 +34,8 @@ void SummarizationWorker::Stop() {
     stop_ = true;
   }
   wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
 }
 
 void SummarizationWorker::Notify() {

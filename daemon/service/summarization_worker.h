@@ -4,6 +4,7 @@
 // the job, or fails it for a retry with backoff. Jobs survive restarts (the queue is in
 // SQLite) and a job whose worker died is claimed again once its lease ends. A request
 // never waits for it. Notify() wakes it as soon as a job is queued; otherwise it polls.
+// With options.threads > 1, that many jobs (of different sessions) run at once.
 // Start/Stop from one thread; Notify from any.
 #pragma once
 
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "daemon/service/service_deps.h"
 #include "storage/records.h"
@@ -24,6 +26,9 @@ struct SummarizationWorkerOptions {
   int64_t lease_ms = 10 * 60 * 1000;  // a job not finished by then is claimed again
   int64_t poll_ms = 1000;             // how often the queue is looked at without Notify
   RetryPolicy retry;                  // a failed job's backoff and attempts
+  // Jobs run at once (threads). One is enough when the daemon summarizes by itself; with
+  // broker workers (context.broker.jobs) each thread mostly waits for a worker's result.
+  int threads = 1;
 };
 
 class SummarizationWorker {
@@ -34,8 +39,10 @@ class SummarizationWorker {
   SummarizationWorker(const SummarizationWorker&) = delete;
   SummarizationWorker& operator=(const SummarizationWorker&) = delete;
 
+  // Sets the number of threads Start() runs (before Start).
+  void SetThreads(int threads) { options_.threads = threads; }
   void Start();
-  // Finishes the job in progress (if any) and joins the thread.
+  // Finishes the jobs in progress (if any) and joins the threads.
   void Stop();
   // A job was queued: look at the queue now.
   void Notify();
@@ -55,7 +62,7 @@ class SummarizationWorker {
   bool stop_ = false;
   bool notified_ = false;
   std::atomic<int64_t> finished_{0};
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace missy

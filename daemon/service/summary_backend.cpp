@@ -20,13 +20,6 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr int64_t kMinAnswerTokens = 64;  // a split half is asked for at least this much
 constexpr int64_t kPromptMargin = 256;    // chat framing the counter does not see
 
-int64_t SourceTokens(std::span<const StoredMessage> chunk, const MessageTokenCounter& counter) {
-  int64_t total = 0;
-  for (const StoredMessage& m : chunk) {
-    total += m.tokens > 0 ? m.tokens : counter.CountMessage(m.message);
-  }
-  return total;
-}
 
 // At most `chars` bytes of `text`, cut back to a UTF-8 boundary.
 std::string_view Head(std::string_view text, size_t chars) {
@@ -178,6 +171,20 @@ BackendSummary ExtractiveCondense(std::span<const ChildSummary> children, int64_
 
 }  // namespace
 
+int64_t SourceTokens(std::span<const StoredMessage> chunk, const MessageTokenCounter& counter) {
+  int64_t total = 0;
+  for (const StoredMessage& m : chunk) {
+    total += m.tokens > 0 ? m.tokens : counter.CountMessage(m.message);
+  }
+  return total;
+}
+
+int64_t SourceTokens(std::span<const ChildSummary> children, const MessageTokenCounter& counter) {
+  int64_t total = 0;
+  for (const ChildSummary& c : children) total += c.tokens > 0 ? c.tokens : counter.CountText(c.text);
+  return total;
+}
+
 BackendSummary ExtractiveBackend::Leaf(std::span<const StoredMessage> chunk, std::string_view,
                                        int64_t target_tokens, const MessageTokenCounter& counter) {
   return ExtractiveLeaf(chunk, target_tokens, counter);
@@ -327,13 +334,12 @@ BackendSummary LlmBackend::Condense(std::span<const ChildSummary> children, int6
                                     const MessageTokenCounter& counter) {
   std::vector<std::string> units;
   ArtifactTrail trail;
-  int64_t source = 0;
   for (const ChildSummary& c : children) {
     units.push_back(c.text + "\n");
     MergeArtifacts(trail, c.artifacts);
-    source += c.tokens > 0 ? c.tokens : counter.CountText(c.text);
   }
-  return Escalate(/*condense=*/true, units, "", target_tokens, std::move(trail), source, counter,
+  return Escalate(/*condense=*/true, units, "", target_tokens, std::move(trail),
+                  SourceTokens(children, counter), counter,
                   [&] { return ExtractiveCondense(children, target_tokens, counter); });
 }
 

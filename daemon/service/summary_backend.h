@@ -47,6 +47,7 @@ struct BackendSummary {
   std::string backend;        // the backend that wrote `text`: "llm" | "extractive"
   std::string fallback;       // why the llm's text was not used ("" when it was, or not asked)
   int llm_requests = 0;       // completion requests made (each may retry inside the client)
+  std::string worker;         // the broker worker that wrote it ("" = this daemon)
   bool Shrinks() const { return tokens < source_tokens; }
 };
 
@@ -115,6 +116,10 @@ class LlmBackend final : public SummaryBackend {
   std::shared_ptr<provider::ProviderClient> client_;
   LlmBackendOptions options_;
 };
+
+// What a summary replaces: the chunk's stored token counts, or the children's.
+int64_t SourceTokens(std::span<const StoredMessage> chunk, const MessageTokenCounter& counter);
+int64_t SourceTokens(std::span<const ChildSummary> children, const MessageTokenCounter& counter);
 
 // The system prompts (exposed for tests and docs).
 std::string CheckpointPrompt(bool condense, bool aggressive, int64_t target_tokens);

@@ -77,6 +77,10 @@ inline void ExpectDefaults(const DaemonConfig& c) {
   EXPECT_EQ(c.broker.subject_prefix, "missy");
   EXPECT_TRUE(c.broker.audit);
   EXPECT_FALSE(c.broker.jobs);
+  EXPECT_EQ(c.broker.job_timeout_ms, 120000);
+  EXPECT_EQ(c.broker.job_ack_wait_ms, 30000);
+  EXPECT_EQ(c.broker.job_max_deliver, 3);
+  EXPECT_EQ(c.broker.jobs_in_flight, 8);
   EXPECT_DOUBLE_EQ(c.context.threshold_pct, 0.75);
   EXPECT_EQ(c.context.message_threshold, 200);
   EXPECT_EQ(c.context.tool_output_max_tokens, 2500);
@@ -166,8 +170,14 @@ inline std::vector<std::pair<std::string, std::string>> Members(const DaemonConf
   add("broker.token", c.broker.token);
   add("broker.subject_prefix", c.broker.subject_prefix);
   add("broker.daemon_id", c.broker.daemon_id);
+  add("broker.creds_file", c.broker.creds_file);
+  add("broker.ca_file", c.broker.ca_file);
   add("broker.audit", c.broker.audit);
   add("broker.jobs", c.broker.jobs);
+  add("broker.job_timeout_ms", c.broker.job_timeout_ms);
+  add("broker.job_ack_wait_ms", c.broker.job_ack_wait_ms);
+  add("broker.job_max_deliver", c.broker.job_max_deliver);
+  add("broker.jobs_in_flight", c.broker.jobs_in_flight);
   std::ostringstream models;
   models << std::setprecision(17);
   for (const ModelSpec& m : c.models.rows()) {

@@ -47,15 +47,22 @@ inline bool Accepts(int port) {
 // nats-server -js on 127.0.0.1:port with its store under `dir`.
 class NatsServer {
  public:
-  NatsServer(int port, std::string dir) : port_(port), dir_(std::move(dir)) {}
+  // `extra`: more nats-server arguments (e.g. {"--user", "u", "--pass", "p"}).
+  NatsServer(int port, std::string dir, std::vector<std::string> extra = {})
+      : port_(port), dir_(std::move(dir)), extra_(std::move(extra)) {}
   ~NatsServer() { Stop(); }
   bool Start() {
     pid_ = fork();
     if (pid_ == 0) {
       const std::string p = std::to_string(port_);
       const std::string log = dir_ + "/nats.log";
-      execlp("nats-server", "nats-server", "-js", "-a", "127.0.0.1", "-p", p.c_str(), "-sd",
-             dir_.c_str(), "-l", log.c_str(), static_cast<char*>(nullptr));
+      std::vector<std::string> args = {"nats-server", "-js", "-a", "127.0.0.1", "-p", p,
+                                        "-sd", dir_, "-l", log};
+      args.insert(args.end(), extra_.begin(), extra_.end());
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execvp("nats-server", argv.data());
       _exit(127);
     }
     for (int i = 0; i < 200; ++i) {  // up to 10 s
@@ -81,6 +88,7 @@ class NatsServer {
  private:
   int port_;
   std::string dir_;
+  std::vector<std::string> extra_;
   pid_t pid_ = -1;
 };
 
