@@ -82,6 +82,12 @@ Result<SummaryTaskResult> JobDispatcher::Run(const SummaryTask& task) {
   const std::string data = broker::TaskToJson(task);
   const std::string subject = broker::JobsSubject(options_.subject_prefix, options_.daemon_id);
   {
+    // Jobs left by the last run start at once: give the first connection its chance.
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, options_.connect_timeout + std::chrono::seconds(1),
+                 [&] { return tried_ || stopping_; });
+  }
+  {
     std::shared_lock conn_lock(conn_mu_);
     if (nats_ == nullptr || !nats_->connection.connected()) {
       std::lock_guard lock(mu_);
@@ -210,6 +216,8 @@ void JobDispatcher::Loop() {
       if (!st.ok()) {
         Failed(st.message());
         std::unique_lock lock(mu_);
+        tried_ = true;
+        cv_.notify_all();
         cv_.wait_for(lock, backoff, [&] { return stopping_; });
         backoff = std::min(backoff * 2, std::chrono::milliseconds(30000));
         continue;
@@ -223,7 +231,9 @@ void JobDispatcher::Loop() {
       {
         std::lock_guard lock(mu_);
         stats_.last_error.clear();
+        tried_ = true;
       }
+      cv_.notify_all();
       spdlog::info("broker {}: summarization jobs go to workers on {} as {}",
                    broker::RedactUrl(options_.url), broker::kJobsStream, options_.daemon_id);
     }

@@ -6,7 +6,7 @@
 // results_<daemon_id>, explicit acks) and hands each to the run waiting for it: the first
 // result of a task wins, a redelivered or duplicate one changes nothing (counted), one
 // nobody waits for any more is dropped. Run() fails at once while the broker is
-// unreachable, and after the task's deadline when no result came: the caller then
+// unreachable (after the first connection attempt ended), and after the task's deadline when no result came: the caller then
 // summarizes locally, so summarization never stops because the broker or the workers are
 // down. Thread-safe.
 #pragma once
@@ -70,6 +70,7 @@ class JobDispatcher final : public SummaryDispatcher {
   mutable std::mutex mu_;
   std::condition_variable cv_;  // results, Stop
   bool stopping_ = false;
+  bool tried_ = false;  // the first connection attempt ended (Run waits for it)
   std::unordered_map<std::string, std::optional<SummaryTaskResult>> pending_;
   std::unordered_set<std::string> finished_;  // recent task ids (duplicate results)
   std::deque<std::string> finished_order_;
