@@ -66,7 +66,9 @@ class Database::Impl {
       writer_->SetWalHook([this, threshold](int frames) {
         if (frames >= threshold) RequestCheckpoint();
         // The checkpoint thread fell far behind (a busy machine): the writer copies the
-        // WAL itself between transactions, so the WAL stays bounded.
+        // WAL itself between transactions, waiting for it if need be, so the WAL stays
+        // bounded.
+        far_behind_.store(frames >= 4 * threshold, std::memory_order_release);
         if (frames >= 4 * threshold) finish_checkpoint_.store(true, std::memory_order_release);
       });
       checkpoint_thread_ = std::thread([this] {
@@ -235,14 +237,33 @@ class Database::Impl {
   }
 
   // On the writer thread, outside a transaction, after the callers were woken.
+  // When it could not copy everything (the checkpoint thread held the checkpoint lock,
+  // or a reader still needs old frames), it tries again after the next transaction:
+  // the WAL starts over only once a checkpoint copied all of it.
   void FinishCheckpoint() {
     int wal_frames = -1, copied = -1;
-    Status st = writer_->CheckpointPassive(&wal_frames, &copied);
-    std::lock_guard lock(mu_);
-    if (st.ok()) {
-      ++stats_.checkpoints;
+    Status st;
+    if (far_behind_.load(std::memory_order_acquire)) {
+      // Backpressure: the writer waits for the checkpoint thread's pass to end (SQLite
+      // answers BUSY at once while it runs), then copies the rest and restarts the WAL.
+      const auto until = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(std::max(1, options_.busy_timeout_ms));
+      for (;;) {
+        st = writer_->CheckpointRestart(&wal_frames, &copied);
+        if (!st.ok() || wal_frames >= 0 || std::chrono::steady_clock::now() > until) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
     } else {
+      st = writer_->CheckpointPassive(&wal_frames, &copied);
+    }
+    if (st.ok() && (wal_frames < 0 || copied < wal_frames)) {
+      finish_checkpoint_.store(true, std::memory_order_release);
+    }
+    std::lock_guard lock(mu_);
+    if (!st.ok()) {
       ++stats_.failed_checkpoints;
+    } else if (wal_frames >= 0) {
+      ++stats_.checkpoints;
     }
   }
 
@@ -552,6 +573,7 @@ class Database::Impl {
   std::atomic<int64_t> writer_cache_bytes_{0};  // sampled by the writer after each transaction
 
   std::unique_ptr<Connection> checkpointer_;  // checkpoint thread only (null: read-only)
+  std::atomic<bool> far_behind_{false};       // the last commit left 4x the threshold in the WAL
   std::mutex checkpoint_mu_;
   std::condition_variable checkpoint_cv_;
   bool checkpoint_requested_ = false;  // guarded by checkpoint_mu_

@@ -209,6 +209,15 @@ Status Connection::CheckpointPassive(int* wal_frames, int* checkpointed) {
   return Status::Ok();
 }
 
+Status Connection::CheckpointRestart(int* wal_frames, int* checkpointed) {
+  *wal_frames = -1;
+  *checkpointed = -1;
+  const int rc =
+      sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_RESTART, wal_frames, checkpointed);
+  if (rc != SQLITE_OK && rc != SQLITE_BUSY) return Error(rc, "checkpoint " + path_);
+  return Status::Ok();
+}
+
 bool Connection::InTransaction() const { return sqlite3_get_autocommit(db_) == 0; }
 void Connection::SetBusyTimeout(int ms) { sqlite3_busy_timeout(db_, ms); }
 

@@ -118,6 +118,9 @@ class Connection {
   // file without waiting for any lock. `*wal_frames` / `*checkpointed`: frames in the
   // WAL and frames copied (both -1 if unknown).
   Status CheckpointPassive(int* wal_frames, int* checkpointed);
+  // Waits (busy timeout) for another checkpoint and for readers of old frames, copies the
+  // whole WAL and makes the next writer start it over. Only between transactions.
+  Status CheckpointRestart(int* wal_frames, int* checkpointed);
   Status Error(int rc, std::string_view what) const { return StatusFromCode(db_, rc, what); }
   const std::string& path() const { return path_; }
 
