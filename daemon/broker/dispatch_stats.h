@@ -12,6 +12,7 @@ namespace missy {
 struct DispatchStats {
   bool connected = false;
   int64_t dispatched = 0;   // tasks published
+  int64_t not_sent = 0;     // tasks that never reached the broker (summarized locally)
   int64_t completed = 0;    // results used
   int64_t worker_errors = 0;  // results saying the worker could not
   int64_t timeouts = 0;     // tasks without a result by their deadline

@@ -88,14 +88,19 @@ Result<SummaryTaskResult> JobDispatcher::Run(const SummaryTask& task) {
                  [&] { return tried_ || stopping_; });
   }
   {
+    // Shared: the results thread replaces the connection only under the unique lock, so
+    // it cannot be closed under this publish (which waits at most publish_wait).
     std::shared_lock conn_lock(conn_mu_);
     if (nats_ == nullptr || !nats_->connection.connected()) {
       std::lock_guard lock(mu_);
+      ++stats_.not_sent;
       return Status::Unavailable("not connected" +
                                  (stats_.last_error.empty() ? "" : " (" + stats_.last_error + ")"));
     }
     const int64_t max_payload = natsConnection_GetMaxPayload(nats_->connection.conn);
     if (static_cast<int64_t>(data.size()) > max_payload) {
+      std::lock_guard lock(mu_);
+      ++stats_.not_sent;
       return Status::Unavailable("the job is " + std::to_string(data.size()) +
                                  " bytes, over the broker's max payload of " +
                                  std::to_string(max_payload));
@@ -120,6 +125,7 @@ Result<SummaryTaskResult> JobDispatcher::Run(const SummaryTask& task) {
       {
         std::lock_guard lock(mu_);
         pending_.erase(task.task_id);
+        ++stats_.not_sent;
       }
       Failed(why);
       return Status::Unavailable(why);

@@ -172,6 +172,14 @@ Result<SummaryTask> TaskFromJson(std::string_view text) {
   return t;
 }
 
+std::string TaskIdOf(std::string_view text) {
+  boost::system::error_code ec;
+  const json::value v = json::parse(text, ec);
+  if (ec || !v.is_object()) return "";
+  const json::value* id = v.get_object().if_contains("task_id");
+  return id != nullptr && id->is_string() ? std::string(id->get_string()) : "";
+}
+
 std::string ResultToJson(const SummaryTaskResult& result) {
   json::object o;
   o["v"] = kJobWireVersion;

@@ -16,6 +16,10 @@ inline constexpr int kJobWireVersion = 1;
 std::string TaskToJson(const SummaryTask& task);
 Result<SummaryTask> TaskFromJson(std::string_view json);
 
+// The task_id of a job that TaskFromJson refused, when it has one ("" otherwise): the
+// worker answers it with an error so that its daemon does not wait for the deadline.
+std::string TaskIdOf(std::string_view json);
+
 std::string ResultToJson(const SummaryTaskResult& result);
 Result<SummaryTaskResult> ResultFromJson(std::string_view json);
 

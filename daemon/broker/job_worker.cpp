@@ -146,6 +146,7 @@ void JobWorker::Serve(const std::atomic<bool>& stop) {
     spdlog::warn("worker {}: broker {}: {}", options_.name, broker::RedactUrl(b.url), st.message());
     return;
   }
+  if (options_.on_connected) options_.on_connected();
   spdlog::info("worker {}: taking summarization jobs from {} on {} ({} at once, ack wait {} ms)",
                options_.name, broker::kJobsStream, broker::RedactUrl(b.url), options_.threads,
                ack_wait.count());
@@ -160,6 +161,14 @@ void JobWorker::Serve(const std::atomic<bool>& stop) {
       spdlog::warn("worker {}: unreadable job on {}: {}", options_.name, natsMsg_GetSubject(m),
                    task.status().message());
       ++failed_;
+      result.task_id = broker::TaskIdOf(Data(m));
+      if (!result.task_id.empty() && !results.empty()) {  // its daemon need not wait
+        result.worker = options_.name;
+        result.error = "unreadable job: " + task.status().message();
+        const std::string payload = broker::ResultToJson(result);
+        js_Publish(nullptr, conn.js, results.c_str(), payload.data(),
+                   static_cast<int>(payload.size()), nullptr, nullptr);
+      }
       natsMsg_Term(m, nullptr);  // never readable: not redelivered
       return;
     }

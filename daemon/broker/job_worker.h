@@ -7,13 +7,14 @@
 // of the ack wait, so a long LLM call keeps its job while a worker that died loses it to
 // another after the ack wait. A job whose daemon stopped waiting (past its deadline) is
 // acknowledged and skipped; a job that cannot be read is answered with an error result
-// when it names its task, and acknowledged so that it is not redelivered forever.
+// when it names its task, and terminated so that it is not redelivered.
 // No database, no sockets; `threads` jobs at once. Thread-safe.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -32,6 +33,7 @@ struct JobWorkerOptions {
   std::chrono::milliseconds fetch_wait{1000};
   std::chrono::milliseconds connect_timeout{2000};
   provider::ProviderOptions provider;  // how the llm backend's client connects and retries
+  std::function<void()> on_connected;  // after each (re)connection (sd_notify READY=1)
 };
 
 struct JobWorkerStats {

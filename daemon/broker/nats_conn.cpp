@@ -1,6 +1,11 @@
 #include "daemon/broker/nats_conn.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
 
 namespace missy::broker {
 
@@ -32,6 +37,13 @@ Status Connect(const Endpoint& endpoint, std::chrono::milliseconds js_wait, Conn
     s = natsOptions_SetUserInfo(opts, endpoint.user.c_str(), endpoint.password.c_str());
   }
   if (s == NATS_OK && !endpoint.token.empty()) s = natsOptions_SetToken(opts, endpoint.token.c_str());
+  for (const auto& [key, path] : {std::pair<const char*, const std::string*>{"creds_file", &endpoint.creds_file},
+                                  {"ca_file", &endpoint.ca_file}}) {
+    if (!path->empty() && ::access(path->c_str(), R_OK) != 0) {
+      natsOptions_Destroy(opts);
+      return Status::InvalidArgument(std::string(key) + " " + *path + ": " + std::strerror(errno));
+    }
+  }
   if (s == NATS_OK && !endpoint.creds_file.empty()) {
     s = natsOptions_SetUserCredentialsFromFiles(opts, endpoint.creds_file.c_str(), nullptr);
     if (s != NATS_OK) {
@@ -141,6 +153,8 @@ Status EnsureJobQueue(jsCtx* js, const JobQueueOptions& options) {
   const std::string jobs = options.subject_prefix + ".jobs.>";
   StreamSpec queue{kJobsStream, jobs};
   queue.work_queue = true;
+  // A job whose deliveries ran out stays in a work queue: an hour is far past any deadline.
+  queue.max_age = std::chrono::hours(1);
   if (Status st = EnsureStream(js, queue); !st.ok()) return st;
   StreamSpec results{kResultsStream, options.subject_prefix + ".results.>"};
   results.max_age = std::chrono::hours(1);

@@ -123,8 +123,8 @@ int WorkerMain(int argc, char** argv) {
                broker::RedactUrl(config->broker.url),
                explicit_config || std::filesystem::exists(config_path, ec) ? config_path
                                                                            : "(defaults)");
+  options.on_connected = [] { ops::NotifyReady("taking summarization jobs"); };
   JobWorker worker(std::move(*config), &tokenizers, options);
-  ops::NotifyReady("taking summarization jobs");
   worker.Run(g_stop);
   ops::NotifyStopping("stopping");
   const JobWorkerStats stats = worker.Stats();

@@ -27,7 +27,7 @@ void Api::AddAdminRoutes() {
       const DispatchStats j = s.deps.dispatcher->Stats();
       if (broker.is_null()) broker = json::object{};
       broker.as_object()["jobs"] =
-          json::object{{"connected", j.connected},   {"dispatched", j.dispatched},
+          json::object{{"connected", j.connected},   {"dispatched", j.dispatched}, {"not_sent", j.not_sent},
                        {"completed", j.completed},   {"worker_errors", j.worker_errors},
                        {"timeouts", j.timeouts},     {"duplicates", j.duplicates},
                        {"stale", j.stale},           {"in_flight", j.in_flight},

@@ -260,3 +260,47 @@ TEST_F(JobDispatcherTest, AWorkerSkipsAJobWhoseDaemonStoppedWaiting) {
 
 }  // namespace
 }  // namespace missy::testing
+
+namespace missy::testing {
+namespace {
+
+TEST_F(JobDispatcherTest, AnUnreadableJobIsAnsweredWithAnErrorAndNotRedelivered) {
+  JobDispatcher d(Options(server_->url()));
+  d.Start();
+  ASSERT_TRUE(WaitFor([&] { return d.Stats().connected; }));  // the queue exists
+  broker::Connection c;
+  ASSERT_TRUE(broker::Connect(At(server_->url()), 5s, c).ok());
+  const std::string bad = R"({"v":1,"task_id":"3:bad:1","kind":"tree","target_tokens":5})";
+  ASSERT_EQ(js_Publish(nullptr, c.js, "missy.jobs.ws1", bad.data(), static_cast<int>(bad.size()),
+                       nullptr, nullptr),
+            NATS_OK);
+  DaemonConfig config;
+  config.broker.url = server_->url();
+  config.tokenizer = TokenizerMode::kHeuristic;
+  JobWorkerOptions wo;
+  wo.name = "wt";
+  wo.fetch_wait = 200ms;
+  JobWorker worker(config, nullptr, wo);
+  std::atomic<bool> stop{false};
+  std::thread serving([&] { worker.Run(stop); });
+  std::vector<StreamMessage> results;
+  EXPECT_TRUE(WaitFor([&] {
+    results = ReadStream(server_->url(), broker::kResultsStream);
+    return !results.empty();
+  }));
+  stop = true;
+  serving.join();
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].subject, "missy.results.ws1");
+  Result<SummaryTaskResult> r = broker::ResultFromJson(results[0].data);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->task_id, "3:bad:1");
+  EXPECT_FALSE(r->ok);
+  EXPECT_NE(r->error.find("unreadable job: job.kind"), std::string::npos) << r->error;
+  EXPECT_EQ(worker.Stats().failed, 1);
+  EXPECT_TRUE(ReadStream(server_->url(), broker::kJobsStream).empty());  // terminated
+  EXPECT_EQ(d.Stats().stale, 1);  // nobody waited for it here
+}
+
+}  // namespace
+}  // namespace missy::testing

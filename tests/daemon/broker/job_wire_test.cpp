@@ -136,6 +136,9 @@ TEST(JobWireTest, MalformedJobsAreRefusedNamingTheField) {
     EXPECT_NE(t.status().message().find(c.expected), std::string::npos)
         << c.json << " -> " << t.status().message();
   }
+  EXPECT_EQ(TaskIdOf(R"({"v":1,"task_id":"t9","kind":"tree"})"), "t9");
+  EXPECT_EQ(TaskIdOf(R"({"v":1,"task_id":7})"), "");
+  EXPECT_EQ(TaskIdOf("not json"), "");
   Result<SummaryTaskResult> r = ResultFromJson(R"({"v":1,"task_id":"t","ok":true})");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("result.text: missing"), std::string::npos)

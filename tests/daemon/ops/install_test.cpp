@@ -63,12 +63,15 @@ TEST_F(InstallTest, LaysOutBinariesRankFilesAndUserUnits) {
   EXPECT_TRUE(IsFile(At("bin/missyctl")));
   EXPECT_TRUE(IsFile(At("share/missyd/o200k_base.tiktoken")));
   EXPECT_TRUE(IsFile(At("share/missyd/cl100k_base.tiktoken")));
-  for (const char* unit : {"missyd.service", "missyd.socket", "missyd-audit.socket"}) {
+  for (const char* unit :
+       {"missyd.service", "missyd.socket", "missyd-audit.socket", "missyd-worker.service"}) {
     EXPECT_TRUE(IsFile(At(std::string("share/systemd/user/") + unit))) << unit;
   }
   const std::string service = ReadWholeFile(At("share/systemd/user/missyd.service"));
   EXPECT_NE(service.find("\nExecStart=" + At("bin/missyd") + "\n"), std::string::npos) << service;
   EXPECT_EQ(service.find("ExecStart=%h/.local/bin/missyd"), std::string::npos);
+  const std::string worker = ReadWholeFile(At("share/systemd/user/missyd-worker.service"));
+  EXPECT_NE(worker.find("\nExecStart=" + At("bin/missyd") + " worker "), std::string::npos) << worker;
 }
 
 TEST_F(InstallTest, TheInstalledDaemonFindsItsTokenizerDataWithoutConfiguration) {
@@ -121,7 +124,8 @@ TEST_F(InstallTest, TheInstalledUnitsPassSystemdAnalyzeVerify) {
   std::string out;
   EXPECT_EQ(
       VerifyUnits(scratch_,
-                  dir + "missyd.socket " + dir + "missyd-audit.socket " + dir + "missyd.service",
+                  dir + "missyd.socket " + dir + "missyd-audit.socket " + dir +
+                      "missyd.service " + dir + "missyd-worker.service",
                   &out),
       0)
       << out;
