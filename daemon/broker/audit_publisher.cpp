@@ -118,10 +118,19 @@ Status AuditPublisher::Connect() {
   return broker::EnsureStream(nats_->js, stream);
 }
 
+Status AuditPublisher::Persist(bool force) {
+  if (acked_ <= persisted_) return Status::Ok();
+  const auto now = std::chrono::steady_clock::now();
+  if (!force && now - persisted_at_ < options_.persist_every) return Status::Ok();
+  if (Status st = log_.AdvanceOutbox(options_.cursor_name, acked_); !st.ok()) return st;
+  persisted_ = acked_;
+  persisted_at_ = now;
+  return Status::Ok();
+}
+
 Status AuditPublisher::PublishRound(bool* more) {
   *more = false;
-  Result<int64_t> cursor = log_.OutboxCursor(options_.cursor_name);
-  if (!cursor.ok()) return cursor.status();
+  const int64_t* cursor = &acked_;
   Result<std::vector<AuditEvent>> events = log_.Since(*cursor, options_.page);
   if (!events.ok()) return events.status();
   const std::string prefix = options_.subject_prefix + ".audit." + options_.daemon_id + ".";
@@ -153,10 +162,11 @@ Status AuditPublisher::PublishRound(bool* more) {
     jsPubAck_Destroy(ack);
     acked = e.seq;
   }
-  // What the broker acknowledged is recorded even when the round stopped early.
-  if (acked > *cursor) {
-    if (Status st = log_.AdvanceOutbox(options_.cursor_name, acked); !st.ok()) return st;
-  }
+  // What the broker acknowledged counts even when the round stopped early. It is recorded
+  // in the database at most every persist_every (one commit, not one per round): after a
+  // crash the few events since are published again and dropped as duplicates.
+  acked_ = std::max(acked_, acked);
+  if (Status st = Persist(/*force=*/false); !st.ok()) return st;
   {
     std::lock_guard lock(mu_);
     stats_.published += fresh;
@@ -171,13 +181,9 @@ Status AuditPublisher::PublishRound(bool* more) {
 }
 
 void AuditPublisher::Loop() {
-  if (Result<int64_t> cursor = log_.OutboxCursor(options_.cursor_name); cursor.ok()) {
-    std::lock_guard lock(mu_);
-    stats_.cursor = *cursor;
-    stats_.head = std::max(stats_.head, *cursor);
-  }
   auto backoff = options_.min_backoff;
   bool connected = false;
+  bool have_cursor = false;
   for (;;) {
     {
       std::lock_guard lock(mu_);
@@ -185,7 +191,19 @@ void AuditPublisher::Loop() {
     }
     Status st;
     bool more = false;
-    if (!connected) {
+    if (!have_cursor) {  // where the last run's acknowledged events end
+      Result<int64_t> cursor = log_.OutboxCursor(options_.cursor_name);
+      if (cursor.ok()) {
+        have_cursor = true;
+        acked_ = persisted_ = *cursor;
+        std::lock_guard lock(mu_);
+        stats_.cursor = *cursor;
+        stats_.head = std::max(stats_.head, *cursor);
+      } else {
+        st = cursor.status();
+      }
+    }
+    if (st.ok() && !connected) {
       st = Connect();
       if (st.ok()) {
         connected = true;
@@ -213,6 +231,11 @@ void AuditPublisher::Loop() {
     std::unique_lock lock(mu_);
     cv_.wait_for(lock, options_.poll, [&] { return stopping_ || notified_; });
     notified_ = false;
+  }
+  if (Status st = Persist(/*force=*/true); !st.ok()) {
+    spdlog::warn("broker: recording the audit outbox cursor at {}: {} (the events since the "
+                 "last record are published again at the next start, as duplicates)",
+                 acked_, st.message());
   }
   nats_->Close();
   std::lock_guard lock(mu_);

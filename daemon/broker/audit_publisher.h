@@ -1,11 +1,12 @@
 // AuditPublisher: every audit event, also to a NATS JetStream stream (context.broker,
 // docs/BROKER.md). It publishes from the durable outbox cursor in the audit log: the
-// cursor advances only after the broker acknowledged the events, so a broker outage or
+// cursor advances only after the broker acknowledged the events (recorded at most once a
+// second: a crash republishes those few, as duplicates), so a broker outage or
 // a daemon crash loses nothing (events wait in SQLite and go out in order once the broker
 // is back), and a republished event is dropped by the broker's duplicate window
 // (Nats-Msg-Id = <daemon_id>:<seq>). Subjects: <prefix>.audit.<daemon_id>.<category>.<type>.
-// Local subscribers of the audit socket never wait for the broker. One thread; the only
-// file with nats.c in it is audit_publisher.cpp. Thread-safe.
+// Local subscribers of the audit socket never wait for the broker. One thread; nats.c
+// stays in the .cpp (daemon/broker/nats_conn.h). Thread-safe.
 #pragma once
 
 #include <chrono>
@@ -35,6 +36,9 @@ struct AuditPublisherOptions {
   std::chrono::milliseconds ack_wait{5000};   // one publish waits this long for its ack
   std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds poll{1000};       // looks for new events at least this often
+  // The acknowledged position is recorded in the database at most this often (and at
+  // Stop): one commit per second rather than one per round.
+  std::chrono::milliseconds persist_every{1000};
   std::chrono::milliseconds min_backoff{250}, max_backoff{30000};  // after a failure
 };
 
@@ -53,7 +57,8 @@ class AuditPublisher {
   // next poll (0: the seq is unknown).
   void Notify(int64_t committed_seq = 0);
   AuditPublisherStats Stats() const;
-  // Waits until every event up to `seq` was acknowledged and recorded (tests).
+  // Waits until every event up to `seq` was acknowledged (tests). The database records
+  // it within persist_every, and at Stop.
   bool WaitPublished(int64_t seq, std::chrono::milliseconds timeout);
 
   // "<machine id>-<user>" as one subject token: the default daemon_id.
@@ -66,11 +71,18 @@ class AuditPublisher {
   void Loop();
   Status Connect();
   Status PublishRound(bool* more);
+  // Records acked_ as the outbox cursor when persist_every has passed (or `force`).
+  Status Persist(bool force);
   void Failed(const Status& status);
 
   AuditLog& log_;
   const AuditPublisherOptions options_;
   std::unique_ptr<Nats> nats_;  // the publisher thread's alone
+  // The publisher thread's alone: the last event the broker acknowledged, and the last
+  // one recorded as the outbox cursor (and when).
+  int64_t acked_ = 0;
+  int64_t persisted_ = 0;
+  std::chrono::steady_clock::time_point persisted_at_{};
 
   mutable std::mutex mu_;
   std::condition_variable cv_;          // Notify, Stop
