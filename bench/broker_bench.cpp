@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   missy::Stores stores(**db);
 
   missy::AuditPublisherOptions o;
-  o.url = nats.url();
+  o.endpoint.url = nats.url();
   o.daemon_id = "bench";
   std::printf("missyd broker bridge: nats-server -js (file store) on loopback, one acked "
               "publish at a time\n");

@@ -181,31 +181,21 @@ int main(int argc, char** argv) {
     ConfigHolder config_holder(config);
     // The broker bridge (context.broker): publishes from the outbox cursor on its own
     // thread; a broker that is down or refuses us never stops the daemon.
-    std::unique_ptr<AuditPublisher> broker;
+    std::unique_ptr<AuditPublisher> publisher;
     if (!config->broker.url.empty() && config->broker.audit) {
       AuditPublisherOptions bo;
-      bo.url = config->broker.url;
-      bo.user = config->broker.user;
-      bo.password = config->broker.password;
-      bo.token = config->broker.token;
+      bo.endpoint = broker::EndpointFrom(config->broker);
       bo.subject_prefix = config->broker.subject_prefix;
       bo.daemon_id = config->broker.daemon_id.empty() ? AuditPublisher::DefaultDaemonId()
                                                       : config->broker.daemon_id;
-      bo.creds_file = config->broker.creds_file;
-      bo.ca_file = config->broker.ca_file;
-      broker = std::make_unique<AuditPublisher>(stores.audit, std::move(bo));
+      publisher = std::make_unique<AuditPublisher>(stores.audit, std::move(bo));
     }
     // Distributed summarization (context.broker.jobs): each summarization step goes to a
     // `missyd worker` over MISSY_JOBS; without a result in time it runs here.
     std::unique_ptr<JobDispatcher> dispatcher;
     if (!config->broker.url.empty() && config->broker.jobs) {
       JobDispatcherOptions jo;
-      jo.url = config->broker.url;
-      jo.user = config->broker.user;
-      jo.password = config->broker.password;
-      jo.token = config->broker.token;
-      jo.creds_file = config->broker.creds_file;
-      jo.ca_file = config->broker.ca_file;
+      jo.endpoint = broker::EndpointFrom(config->broker);
       jo.subject_prefix = config->broker.subject_prefix;
       jo.daemon_id = config->broker.daemon_id.empty() ? AuditPublisher::DefaultDaemonId()
                                                       : config->broker.daemon_id;
@@ -223,7 +213,7 @@ int main(int argc, char** argv) {
     deps.tokenizers = &tokenizers;
     deps.audit = &audit;
     deps.config = &config_holder;
-    if (broker) deps.broker_stats = [b = broker.get()] { return b->Stats(); };
+    if (publisher) deps.broker_stats = [b = publisher.get()] { return b->Stats(); };
     deps.dispatcher = dispatcher.get();
     // Declared before the services, whose worker tasks (the reload route) use it.
     std::optional<ConfigReloader> reloader;
@@ -281,13 +271,13 @@ int main(int argc, char** argv) {
       mirror = std::move(*opened);
       spdlog::info("audit events mirrored to {}", mirror->path());
     }
-    audit.SetPublisher([srv, m = mirror.get(), b = broker.get()](
+    audit.SetPublisher([srv, m = mirror.get(), b = publisher.get()](
                            int64_t seq, const std::string& type, std::string line) {
       if (m != nullptr) m->Write(line);
       if (b != nullptr) b->Notify(seq);
       srv->Publish(seq, type, std::move(line));
     });
-    if (broker) broker->Start();
+    if (publisher) publisher->Start();
 
     // SIGHUP and POST /v1/config/reload: parse into a new config and swap only on
     // success (sockets and database paths need a restart).
@@ -365,7 +355,7 @@ int main(int argc, char** argv) {
     reloader.reset();
     (void)audit.EmitAndWait(AuditRecord{"daemon.stopped", "daemon", "allow", "", AuditDetail()});
     audit.SetPublisher(nullptr);
-    if (broker) broker->Stop();  // what it did not publish waits for the next start
+    if (publisher) publisher->Stop();  // what it did not publish waits for the next start
     spdlog::info("missyd stopped");
     return 0;
   } catch (const std::exception& e) {

@@ -96,20 +96,13 @@ void AuditPublisher::Failed(const Status& status) {
   if (log_it) {
     spdlog::warn("broker {}: {} (audit events wait in the database and are published when it "
                  "is back)",
-                 RedactUrl(options_.url), status.message());
+                 RedactUrl(options_.endpoint.url), status.message());
   }
 }
 
 Status AuditPublisher::Connect() {
-  broker::Endpoint endpoint;
-  endpoint.url = options_.url;
-  endpoint.user = options_.user;
-  endpoint.password = options_.password;
-  endpoint.token = options_.token;
-  endpoint.creds_file = options_.creds_file;
-  endpoint.ca_file = options_.ca_file;
+  broker::Endpoint endpoint = options_.endpoint;
   endpoint.name = "missyd " + options_.daemon_id + " audit";
-  endpoint.connect_timeout = options_.connect_timeout;
   // A lost connection is a failure of the round: this loop reconnects, from the cursor.
   endpoint.reconnect = false;
   if (Status st = broker::Connect(endpoint, options_.ack_wait, *nats_); !st.ok()) return st;
@@ -214,7 +207,7 @@ void AuditPublisher::Loop() {
           stats_.last_error.clear();
         }
         spdlog::info("broker {}: publishing audit events to {} as {}",
-                     RedactUrl(options_.url), options_.stream, options_.daemon_id);
+                     RedactUrl(options_.endpoint.url), options_.stream, options_.daemon_id);
       }
     }
     if (st.ok()) st = PublishRound(&more);

@@ -19,22 +19,20 @@
 
 #include "core/status.h"
 #include "daemon/broker/audit_publisher_stats.h"
+#include "daemon/broker/endpoint.h"
 
 namespace missy {
 
 class AuditLog;
 
 struct AuditPublisherOptions {
-  std::string url;  // nats://host:port[,nats://...]
-  std::string user, password, token;
-  std::string creds_file, ca_file;  // a .creds file; PEM CAs for tls:// ("" = the system's)
+  broker::Endpoint endpoint;  // url, credentials, TLS, connect timeout
   std::string subject_prefix = "missy";
   std::string daemon_id;                      // one subject token
   std::string stream = "MISSY_AUDIT";         // created if absent
   std::string cursor_name = "broker.audit";   // the outbox cursor in the audit log
   int page = 256;                             // events read and published per round
   std::chrono::milliseconds ack_wait{5000};   // one publish waits this long for its ack
-  std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds poll{1000};       // looks for new events at least this often
   // The acknowledged position is recorded in the database at most this often (and at
   // Stop): one commit per second rather than one per round.

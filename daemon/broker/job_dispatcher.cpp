@@ -74,7 +74,7 @@ void JobDispatcher::Failed(const std::string& error) {
   }
   if (log_it) {
     spdlog::warn("broker {}: {} (summarization runs locally until it is back)",
-                 broker::RedactUrl(options_.url), error);
+                 broker::RedactUrl(options_.endpoint.url), error);
   }
 }
 
@@ -84,7 +84,7 @@ Result<SummaryTaskResult> JobDispatcher::Run(const SummaryTask& task) {
   {
     // Jobs left by the last run start at once: give the first connection its chance.
     std::unique_lock lock(mu_);
-    cv_.wait_for(lock, options_.connect_timeout + std::chrono::seconds(1),
+    cv_.wait_for(lock, options_.endpoint.connect_timeout + std::chrono::seconds(1),
                  [&] { return tried_ || stopping_; });
   }
   {
@@ -175,15 +175,8 @@ void JobDispatcher::Deliver(SummaryTaskResult result) {
 }
 
 void JobDispatcher::Loop() {
-  broker::Endpoint endpoint;
-  endpoint.url = options_.url;
-  endpoint.user = options_.user;
-  endpoint.password = options_.password;
-  endpoint.token = options_.token;
-  endpoint.creds_file = options_.creds_file;
-  endpoint.ca_file = options_.ca_file;
+  broker::Endpoint endpoint = options_.endpoint;
   endpoint.name = "missyd " + options_.daemon_id + " jobs";
-  endpoint.connect_timeout = options_.connect_timeout;
   endpoint.reconnect = true;  // the results subscription survives a broker restart
   const std::string results_subject =
       broker::ResultsSubject(options_.subject_prefix, options_.daemon_id);
@@ -241,7 +234,7 @@ void JobDispatcher::Loop() {
       }
       cv_.notify_all();
       spdlog::info("broker {}: summarization jobs go to workers on {} as {}",
-                   broker::RedactUrl(options_.url), broker::kJobsStream, options_.daemon_id);
+                   broker::RedactUrl(options_.endpoint.url), broker::kJobsStream, options_.daemon_id);
     }
     natsMsgList list{};
     jsErrCode jerr = static_cast<jsErrCode>(0);

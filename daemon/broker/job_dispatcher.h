@@ -24,20 +24,19 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "daemon/broker/endpoint.h"
 #include "daemon/service/summary_dispatch.h"
 
 namespace missy {
 
 struct JobDispatcherOptions {
-  std::string url;  // nats://host:port[,...] or tls://
-  std::string user, password, token, creds_file, ca_file;
+  broker::Endpoint endpoint;  // url, credentials, TLS, connect timeout
   std::string subject_prefix = "missy";
   std::string daemon_id;
   std::chrono::milliseconds timeout{120000};  // a task without a result by then runs locally
   std::chrono::milliseconds ack_wait{30000};  // the workers' consumer, when it is created here
   int64_t max_deliver = 3;
   std::chrono::milliseconds publish_wait{5000};  // one publish waits this long for its ack
-  std::chrono::milliseconds connect_timeout{2000};
 };
 
 class JobDispatcher final : public SummaryDispatcher {

@@ -114,13 +114,7 @@ void JobWorker::Run(const std::atomic<bool>& stop) {
 
 void JobWorker::Serve(const std::atomic<bool>& stop) {
   const BrokerConfig& b = config_.broker;
-  broker::Endpoint endpoint;
-  endpoint.url = b.url;
-  endpoint.user = b.user;
-  endpoint.password = b.password;
-  endpoint.token = b.token;
-  endpoint.creds_file = b.creds_file;
-  endpoint.ca_file = b.ca_file;
+  broker::Endpoint endpoint = broker::EndpointFrom(b);
   endpoint.name = "missyd worker " + options_.name;
   endpoint.connect_timeout = options_.connect_timeout;
   endpoint.reconnect = true;

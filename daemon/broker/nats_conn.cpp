@@ -81,6 +81,17 @@ Status Connect(const Endpoint& endpoint, std::chrono::milliseconds js_wait, Conn
   return Status::Ok();
 }
 
+Endpoint EndpointFrom(const BrokerConfig& config) {
+  Endpoint e;
+  e.url = config.url;
+  e.user = config.user;
+  e.password = config.password;
+  e.token = config.token;
+  e.creds_file = config.creds_file;
+  e.ca_file = config.ca_file;
+  return e;
+}
+
 std::string NatsError(natsStatus s, jsErrCode jerr) {
   std::string out = natsStatus_GetText(s);
   natsStatus last = NATS_OK;

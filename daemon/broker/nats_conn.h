@@ -12,20 +12,9 @@
 #include <string>
 
 #include "core/status.h"
+#include "daemon/broker/endpoint.h"
 
 namespace missy::broker {
-
-struct Endpoint {
-  std::string url;  // nats://host:port or tls://host:port, comma-separated for several
-  std::string user, password, token;
-  std::string creds_file;  // .creds (user JWT + nkey seed)
-  std::string ca_file;     // PEM CAs for tls:// ("" = the system's)
-  std::string name;        // the connection's name on the server (monitoring)
-  std::chrono::milliseconds connect_timeout{2000};
-  // true: nats.c reconnects by itself (subscriptions survive); false: a lost connection
-  // is the caller's to handle.
-  bool reconnect = false;
-};
 
 // The connection and its JetStream context; closes both when destroyed.
 struct Connection {

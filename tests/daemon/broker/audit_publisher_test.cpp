@@ -63,13 +63,13 @@ class AuditPublisherTest : public ::testing::Test {
 
   AuditPublisherOptions Options(const std::string& cursor = "broker.audit") {
     AuditPublisherOptions o;
-    o.url = server_->url();
+    o.endpoint.url = server_->url();
     o.daemon_id = "ws1-alice";
     o.cursor_name = cursor;
     o.min_backoff = std::chrono::milliseconds(50);
     o.max_backoff = std::chrono::milliseconds(200);
     o.poll = std::chrono::milliseconds(50);
-    o.connect_timeout = std::chrono::milliseconds(500);
+    o.endpoint.connect_timeout = std::chrono::milliseconds(500);
     return o;
   }
 

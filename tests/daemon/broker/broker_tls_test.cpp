@@ -51,8 +51,8 @@ class BrokerTlsTest : public ::testing::Test {
   // A dispatcher's state once its first connection attempt ended.
   DispatchStats Attempt(const std::string& ca_file) {
     JobDispatcherOptions o;
-    o.url = "tls://127.0.0.1:" + std::to_string(port_);
-    o.ca_file = ca_file;
+    o.endpoint.url = "tls://127.0.0.1:" + std::to_string(port_);
+    o.endpoint.ca_file = ca_file;
     o.daemon_id = "tls1";
     JobDispatcher d(o);
     d.Start();

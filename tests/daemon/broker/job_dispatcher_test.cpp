@@ -46,7 +46,7 @@ bool WaitFor(Pred pred, std::chrono::milliseconds timeout = 10s) {
 
 JobDispatcherOptions Options(const std::string& url) {
   JobDispatcherOptions o;
-  o.url = url;
+  o.endpoint.url = url;
   o.daemon_id = "ws1";
   o.timeout = 5s;
   o.ack_wait = 1s;
@@ -111,6 +111,32 @@ void AnswerOneJob(const std::string& url, int copies, std::atomic<bool>* answere
   natsSubscription_Destroy(sub);
   answered->store(true);
 }
+
+// The real worker (extractive, heuristic counts) serving on its own thread until destroyed.
+class RunningWorker {
+ public:
+  RunningWorker(const std::string& url, const std::string& name) {
+    DaemonConfig config;
+    config.broker.url = url;
+    config.tokenizer = TokenizerMode::kHeuristic;
+    JobWorkerOptions wo;
+    wo.name = name;
+    wo.fetch_wait = 200ms;
+    worker_ = std::make_unique<JobWorker>(config, nullptr, wo);
+    thread_ = std::thread([this] { worker_->Run(stop_); });
+  }
+  ~RunningWorker() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  JobWorkerStats Stats() const { return worker_->Stats(); }
+
+ private:
+  std::unique_ptr<JobWorker> worker_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
 
 class JobDispatcherTest : public ::testing::Test {
  protected:
@@ -200,15 +226,7 @@ TEST_F(JobDispatcherTest, TheRealWorkerWritesTheSummaryAndRefusesAProviderItLack
   JobDispatcher d(Options(server_->url()));
   d.Start();
   ASSERT_TRUE(WaitFor([&] { return d.Stats().connected; }));
-  DaemonConfig config;
-  config.broker.url = server_->url();
-  config.tokenizer = TokenizerMode::kHeuristic;
-  JobWorkerOptions wo;
-  wo.name = "wt";
-  wo.fetch_wait = 200ms;
-  JobWorker worker(config, nullptr, wo);
-  std::atomic<bool> stop{false};
-  std::thread serving([&] { worker.Run(stop); });
+  RunningWorker worker(server_->url(), "wt");
 
   Result<SummaryTaskResult> r = d.Run(Leaf("1:run:1"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -231,8 +249,7 @@ TEST_F(JobDispatcherTest, TheRealWorkerWritesTheSummaryAndRefusesAProviderItLack
   EXPECT_NE(r.status().message().find("llm"), std::string::npos) << r.status().message();
   EXPECT_EQ(d.Stats().worker_errors, 1);
 
-  stop = true;
-  serving.join();
+  worker.Stop();
   EXPECT_EQ(worker.Stats().done, 1);
   EXPECT_EQ(worker.Stats().failed, 1);
 }
@@ -242,18 +259,9 @@ TEST_F(JobDispatcherTest, AWorkerSkipsAJobWhoseDaemonStoppedWaiting) {
   d.Start();
   ASSERT_TRUE(WaitFor([&] { return d.Stats().connected; }));
   ASSERT_FALSE(d.Run(Leaf("1:run:1", 200ms)).ok());  // nobody took it in time
-  DaemonConfig config;
-  config.broker.url = server_->url();
-  config.tokenizer = TokenizerMode::kHeuristic;
-  JobWorkerOptions wo;
-  wo.name = "late";
-  wo.fetch_wait = 200ms;
-  JobWorker worker(config, nullptr, wo);
-  std::atomic<bool> stop{false};
-  std::thread serving([&] { worker.Run(stop); });
+  RunningWorker worker(server_->url(), "late");
   EXPECT_TRUE(WaitFor([&] { return worker.Stats().expired == 1; }));
-  stop = true;
-  serving.join();
+  worker.Stop();
   EXPECT_EQ(worker.Stats().done, 0);
   EXPECT_EQ(d.Stats().stale, 0);  // no result was written for it
 }
@@ -274,22 +282,13 @@ TEST_F(JobDispatcherTest, AnUnreadableJobIsAnsweredWithAnErrorAndNotRedelivered)
   ASSERT_EQ(js_Publish(nullptr, c.js, "missy.jobs.ws1", bad.data(), static_cast<int>(bad.size()),
                        nullptr, nullptr),
             NATS_OK);
-  DaemonConfig config;
-  config.broker.url = server_->url();
-  config.tokenizer = TokenizerMode::kHeuristic;
-  JobWorkerOptions wo;
-  wo.name = "wt";
-  wo.fetch_wait = 200ms;
-  JobWorker worker(config, nullptr, wo);
-  std::atomic<bool> stop{false};
-  std::thread serving([&] { worker.Run(stop); });
+  RunningWorker worker(server_->url(), "wt");
   std::vector<StreamMessage> results;
   EXPECT_TRUE(WaitFor([&] {
     results = ReadStream(server_->url(), broker::kResultsStream);
     return !results.empty();
   }));
-  stop = true;
-  serving.join();
+  worker.Stop();
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].subject, "missy.results.ws1");
   Result<SummaryTaskResult> r = broker::ResultFromJson(results[0].data);
