@@ -16,6 +16,7 @@ struct DispatchStats {
   int64_t completed = 0;    // results used
   int64_t worker_errors = 0;  // results saying the worker could not
   int64_t timeouts = 0;     // tasks without a result by their deadline
+  int64_t exhausted = 0;    // tasks whose deliveries to workers ran out (max_deliver)
   int64_t duplicates = 0;   // second results of a task (dropped)
   int64_t stale = 0;        // results of tasks nobody waits for (dropped)
   int64_t in_flight = 0;    // tasks waiting now

@@ -27,10 +27,26 @@ int64_t UnixMs() {
 struct JobDispatcher::Nats {
   broker::Connection connection;
   natsSubscription* results = nullptr;
+  natsSubscription* advisories = nullptr;  // max deliveries of MISSY_JOBS' workers
   ~Nats() {
+    if (advisories != nullptr) {
+      natsSubscription_Unsubscribe(advisories);
+      natsSubscription_Destroy(advisories);
+    }
     if (results != nullptr) natsSubscription_Destroy(results);
   }
 };
+
+namespace {
+
+void OnAdvisory(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
+  const uint64_t seq = broker::AdvisoryStreamSeq(
+      std::string_view(natsMsg_GetData(msg), static_cast<size_t>(natsMsg_GetDataLength(msg))));
+  natsMsg_Destroy(msg);
+  if (seq > 0) static_cast<JobDispatcher*>(closure)->Exhausted(seq);
+}
+
+}  // namespace
 
 JobDispatcher::JobDispatcher(JobDispatcherOptions options) : options_(std::move(options)) {}
 
@@ -119,7 +135,11 @@ Result<SummaryTaskResult> JobDispatcher::Run(const SummaryTask& task) {
     jsErrCode jerr = static_cast<jsErrCode>(0);
     const natsStatus s = js_Publish(&ack, nats_->connection.js, subject.c_str(), data.data(),
                                     static_cast<int>(data.size()), &po, &jerr);
-    if (ack != nullptr) jsPubAck_Destroy(ack);
+    if (ack != nullptr) {
+      std::lock_guard lock(mu_);
+      pending_seqs_[ack->Sequence] = task.task_id;
+      jsPubAck_Destroy(ack);
+    }
     if (s != NATS_OK) {
       const std::string why = "publishing the job: " + broker::NatsError(s, jerr);
       {
@@ -137,6 +157,7 @@ Result<SummaryTaskResult> JobDispatcher::Run(const SummaryTask& task) {
   cv_.wait_for(lock, wait, [&] { return stopping_ || pending_.at(task.task_id).has_value(); });
   std::optional<SummaryTaskResult> result = std::move(pending_.at(task.task_id));
   pending_.erase(task.task_id);
+  std::erase_if(pending_seqs_, [&](const auto& kv) { return kv.second == task.task_id; });
   if (!result.has_value()) {
     if (stopping_) return Status::Unavailable("the daemon is stopping");
     ++stats_.timeouts;
@@ -148,6 +169,10 @@ Result<SummaryTaskResult> JobDispatcher::Run(const SummaryTask& task) {
   if (finished_order_.size() > kFinishedKept) {
     finished_.erase(finished_order_.front());
     finished_order_.pop_front();
+  }
+  if (!result->ok && result->worker.empty()) {  // the advisory, not a worker, said so
+    ++stats_.exhausted;
+    return Status::Unavailable(result->error);
   }
   if (!result->ok) {
     ++stats_.worker_errors;
@@ -170,6 +195,22 @@ void JobDispatcher::Deliver(SummaryTaskResult result) {
       return;
     }
     it->second = std::move(result);
+  }
+  cv_.notify_all();
+}
+
+void JobDispatcher::Exhausted(uint64_t stream_seq) {
+  {
+    std::lock_guard lock(mu_);
+    auto seq = pending_seqs_.find(stream_seq);
+    if (seq == pending_seqs_.end()) return;
+    auto it = pending_.find(seq->second);
+    if (it == pending_.end() || it->second.has_value()) return;
+    SummaryTaskResult r;
+    r.task_id = seq->second;
+    r.error = "its deliveries to workers ran out (max_deliver " +
+              std::to_string(options_.max_deliver) + ")";
+    it->second = std::move(r);
   }
   cv_.notify_all();
 }
@@ -211,6 +252,13 @@ void JobDispatcher::Loop() {
                                               results_subject.c_str(), durable.c_str(), nullptr,
                                               &so, &jerr);
         if (s != NATS_OK) st = Status::Unavailable("results consumer: " + broker::NatsError(s, jerr));
+      }
+      if (st.ok()) {
+        const std::string advisory = std::string("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.") +
+                                     broker::kJobsStream + "." + broker::kWorkersConsumer;
+        const natsStatus s = natsConnection_Subscribe(&fresh->advisories, fresh->connection.conn,
+                                                      advisory.c_str(), OnAdvisory, this);
+        if (s != NATS_OK) st = Status::Unavailable("advisories: " + broker::NatsError(s));
       }
       if (!st.ok()) {
         Failed(st.message());

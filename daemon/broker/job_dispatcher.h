@@ -2,7 +2,8 @@
 // docs/BROKER.md). Run() publishes one self-contained summarization step to the work-queue
 // stream MISSY_JOBS (<prefix>.jobs.<daemon_id>, Nats-Msg-Id = the task id) and waits for
 // its result, which a `missyd worker` publishes to <prefix>.results.<daemon_id> (stream
-// MISSY_RESULTS). A thread of its own consumes the results (durable consumer
+// MISSY_RESULTS). A task whose deliveries to workers ran out (JetStream's max-deliveries
+// advisory) fails at once rather than at its deadline. A thread of its own consumes the results (durable consumer
 // results_<daemon_id>, explicit acks) and hands each to the run waiting for it: the first
 // result of a task wins, a redelivered or duplicate one changes nothing (counted), one
 // nobody waits for any more is dropped. Run() fails at once while the broker is
@@ -54,6 +55,9 @@ class JobDispatcher final : public SummaryDispatcher {
   Result<SummaryTaskResult> Run(const SummaryTask& task) override;
   int64_t timeout_ms() const override { return options_.timeout.count(); }
   DispatchStats Stats() const override;
+  // A max-deliveries advisory (the subscription's callback): the task published at that
+  // MISSY_JOBS sequence fails now, not at its deadline.
+  void Exhausted(uint64_t stream_seq);
 
  private:
   struct Nats;  // job_dispatcher.cpp
@@ -71,6 +75,7 @@ class JobDispatcher final : public SummaryDispatcher {
   bool stopping_ = false;
   bool tried_ = false;  // the first connection attempt ended (Run waits for it)
   std::unordered_map<std::string, std::optional<SummaryTaskResult>> pending_;
+  std::unordered_map<uint64_t, std::string> pending_seqs_;  // MISSY_JOBS seq -> task id
   std::unordered_set<std::string> finished_;  // recent task ids (duplicate results)
   std::deque<std::string> finished_order_;
   DispatchStats stats_;

@@ -180,6 +180,16 @@ std::string TaskIdOf(std::string_view text) {
   return id != nullptr && id->is_string() ? std::string(id->get_string()) : "";
 }
 
+uint64_t AdvisoryStreamSeq(std::string_view text) {
+  boost::system::error_code ec;
+  const json::value v = json::parse(text, ec);
+  if (ec || !v.is_object()) return 0;
+  const json::value* seq = v.get_object().if_contains("stream_seq");
+  if (seq == nullptr) return 0;
+  if (seq->is_uint64()) return seq->get_uint64();
+  return seq->is_int64() && seq->get_int64() > 0 ? static_cast<uint64_t>(seq->get_int64()) : 0;
+}
+
 std::string ResultToJson(const SummaryTaskResult& result) {
   json::object o;
   o["v"] = kJobWireVersion;

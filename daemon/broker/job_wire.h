@@ -20,6 +20,10 @@ Result<SummaryTask> TaskFromJson(std::string_view json);
 // worker answers it with an error so that its daemon does not wait for the deadline.
 std::string TaskIdOf(std::string_view json);
 
+// The stream sequence of the job a JetStream max-deliveries advisory is about
+// ({"stream_seq": N, ...}); 0 when the text is not one.
+uint64_t AdvisoryStreamSeq(std::string_view json);
+
 std::string ResultToJson(const SummaryTaskResult& result);
 Result<SummaryTaskResult> ResultFromJson(std::string_view json);
 

@@ -29,6 +29,7 @@ void Api::AddAdminRoutes() {
       broker.as_object()["jobs"] =
           json::object{{"connected", j.connected},   {"dispatched", j.dispatched}, {"not_sent", j.not_sent},
                        {"completed", j.completed},   {"worker_errors", j.worker_errors},
+                       {"exhausted", j.exhausted},
                        {"timeouts", j.timeouts},     {"duplicates", j.duplicates},
                        {"stale", j.stale},           {"in_flight", j.in_flight},
                        {"last_error", j.last_error}};

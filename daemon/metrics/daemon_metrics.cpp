@@ -199,7 +199,7 @@ DaemonMetrics::DaemonMetrics()
       broker_jobs(registry.AddCounter(
           "missyd_broker_jobs_total",
           "Summarization steps for broker workers, by outcome (dispatched, completed; not_sent, "
-          "worker_error, timeout: summarized locally; duplicate, stale: results dropped).",
+          "worker_error, exhausted, timeout: summarized locally; duplicate, stale: results dropped).",
           {"outcome"})),
       broker_jobs_in_flight(registry
                                 .AddGauge("missyd_broker_jobs_in_flight",
@@ -283,7 +283,7 @@ void CollectJobs(DaemonMetrics& m, const DispatchStats& j) {
   m.broker_connected.With({"MISSY_JOBS"}).Set(j.connected ? 1 : 0);
   const std::pair<const char*, int64_t> outcomes[] = {
       {"dispatched", j.dispatched}, {"not_sent", j.not_sent},       {"completed", j.completed},
-      {"worker_error", j.worker_errors},
+      {"worker_error", j.worker_errors}, {"exhausted", j.exhausted},
       {"timeout", j.timeouts},      {"duplicate", j.duplicates}, {"stale", j.stale}};
   for (const auto& [outcome, n] : outcomes) {
     m.broker_jobs.With({outcome}).Store(static_cast<uint64_t>(n));

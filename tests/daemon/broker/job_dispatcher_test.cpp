@@ -303,3 +303,56 @@ TEST_F(JobDispatcherTest, AnUnreadableJobIsAnsweredWithAnErrorAndNotRedelivered)
 
 }  // namespace
 }  // namespace missy::testing
+
+namespace missy::testing {
+namespace {
+
+// A job that every worker takes and never finishes (a worker crashing on it, again and
+// again): once its deliveries run out, the daemon learns it from JetStream's advisory and
+// summarizes locally without waiting for the deadline.
+TEST_F(JobDispatcherTest, AJobWhoseDeliveriesRunOutFailsAtOnce) {
+  JobDispatcherOptions o = Options(server_->url());
+  o.ack_wait = 300ms;
+  o.max_deliver = 2;
+  JobDispatcher d(o);
+  d.Start();
+  ASSERT_TRUE(WaitFor([&] { return d.Stats().connected; }));
+  std::atomic<bool> stop{false};
+  std::atomic<int> taken{0};
+  std::thread crasher([&] {  // takes each delivery and drops it
+    broker::Connection c;
+    ASSERT_TRUE(broker::Connect(At(server_->url()), 5s, c).ok());
+    jsSubOptions so;
+    jsSubOptions_Init(&so);
+    so.Stream = broker::kJobsStream;
+    so.Consumer = broker::kWorkersConsumer;
+    natsSubscription* sub = nullptr;
+    ASSERT_EQ(js_PullSubscribe(&sub, c.js, "missy.jobs.>", broker::kWorkersConsumer, nullptr,
+                               &so, nullptr),
+              NATS_OK);
+    while (!stop.load()) {
+      natsMsgList list{};
+      if (natsSubscription_Fetch(&list, sub, 1, 200, nullptr) == NATS_OK) {
+        taken += list.Count;
+        natsMsgList_Destroy(&list);
+      }
+    }
+    natsSubscription_Destroy(sub);
+  });
+  const auto started = std::chrono::steady_clock::now();
+  Result<SummaryTaskResult> r = d.Run(Leaf("1:run:1", 20s));
+  const auto took = std::chrono::steady_clock::now() - started;
+  stop = true;
+  crasher.join();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("deliveries to workers ran out (max_deliver 2)"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_LT(took, 10s);  // well before the 20 s deadline
+  EXPECT_EQ(taken.load(), 2);
+  EXPECT_EQ(d.Stats().exhausted, 1);
+  EXPECT_EQ(d.Stats().timeouts, 0);
+}
+
+}  // namespace
+}  // namespace missy::testing

@@ -139,6 +139,12 @@ TEST(JobWireTest, MalformedJobsAreRefusedNamingTheField) {
   EXPECT_EQ(TaskIdOf(R"({"v":1,"task_id":"t9","kind":"tree"})"), "t9");
   EXPECT_EQ(TaskIdOf(R"({"v":1,"task_id":7})"), "");
   EXPECT_EQ(TaskIdOf("not json"), "");
+  EXPECT_EQ(AdvisoryStreamSeq(R"({"type":"io.nats.jetstream.advisory.v1.max_deliver",)"
+                              R"("stream":"MISSY_JOBS","consumer":"workers","stream_seq":17,)"
+                              R"("deliveries":3})"),
+            17u);
+  EXPECT_EQ(AdvisoryStreamSeq(R"({"stream_seq":-1})"), 0u);
+  EXPECT_EQ(AdvisoryStreamSeq("{}"), 0u);
   Result<SummaryTaskResult> r = ResultFromJson(R"({"v":1,"task_id":"t","ok":true})");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("result.text: missing"), std::string::npos)
