@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -288,6 +289,88 @@ TEST(DistributedJobsAuthTest, BadCredentialsAreLoggedAndSummarizationRunsLocally
       << json::serialize(done[0]);
   EXPECT_EQ(d.Stop(), 0);
   EXPECT_EQ(d.log().find("wrong-secret-77"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace missy::testing
+
+namespace missy::testing {
+namespace {
+
+// A worker scripted here that answers every job twice (a worker that crashed after
+// publishing its result, then the redelivered job answered again): the daemon stores one
+// summary per step and counts the second results as duplicates.
+TEST_F(DistributedJobsTest, ResultsDeliveredTwiceGiveOneSummaryEach) {
+  DaemonProcess d(dir_.Join("home"), Config(nats_->url(), ", job_timeout_ms: 20000"));
+  ASSERT_TRUE(d.Start().ok()) << d.log();
+  ASSERT_TRUE(WaitFor([&] {
+    return Body(d.Call("GET", "/v1/health")).at("broker").at("jobs").at("connected").as_bool();
+  }, 10s)) << d.log();
+  std::atomic<bool> stop{false};
+  std::atomic<int> answered{0};
+  std::thread twice([&] {
+    natsConnection* nc = nullptr;
+    jsCtx* js = nullptr;
+    ASSERT_EQ(natsConnection_ConnectTo(&nc, nats_->url().c_str()), NATS_OK);
+    ASSERT_EQ(natsConnection_JetStream(&js, nc, nullptr), NATS_OK);
+    jsSubOptions so;
+    jsSubOptions_Init(&so);
+    so.Stream = "MISSY_JOBS";
+    so.Consumer = "workers";
+    natsSubscription* sub = nullptr;
+    ASSERT_EQ(js_PullSubscribe(&sub, js, "missy.jobs.>", "workers", nullptr, &so, nullptr),
+              NATS_OK);
+    while (!stop.load()) {
+      natsMsgList list{};
+      if (natsSubscription_Fetch(&list, sub, 1, 200, nullptr) != NATS_OK) continue;
+      for (int i = 0; i < list.Count; ++i) {
+        const json::value job = json::parse(std::string_view(
+            natsMsg_GetData(list.Msgs[i]), static_cast<size_t>(natsMsg_GetDataLength(list.Msgs[i]))));
+        const std::string result = json::serialize(json::object{
+            {"v", 1},
+            {"task_id", job.at("task_id")},
+            {"ok", true},
+            {"worker", "twice"},
+            {"text", "Edited the modules src/mod_*.cpp; fixed errors E0 to E39."},
+            {"backend", "extractive"}});
+        for (int copy = 0; copy < 2; ++copy) {
+          ASSERT_EQ(js_Publish(nullptr, js, "missy.results.ws1", result.data(),
+                               static_cast<int>(result.size()), nullptr, nullptr),
+                    NATS_OK);
+        }
+        natsMsg_Ack(list.Msgs[i], nullptr);
+        ++answered;
+      }
+      natsMsgList_Destroy(&list);
+    }
+    natsSubscription_Destroy(sub);
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(nc);
+  });
+  Append40(d, "dup");
+  const bool done = WaitFor([&] { return JobsDone(d, 1); }, 20s);
+  stop = true;
+  twice.join();
+  ASSERT_TRUE(done) << d.log();
+  const int steps = answered.load();
+  ASSERT_GE(steps, 2);
+  const json::array completed = Completed(d);
+  EXPECT_EQ(completed.size(), static_cast<size_t>(steps));
+  for (const json::value& e : completed) {
+    EXPECT_EQ(e.at("detail").at("worker").as_string(), "twice") << json::serialize(e);
+  }
+  const json::value summaries = Body(d.Call("GET", "/v1/sessions/dup/summaries"));
+  ASSERT_TRUE(summaries.is_object()) << json::serialize(summaries);
+  EXPECT_EQ(summaries.at("summaries").as_array().size(), static_cast<size_t>(steps));
+  EXPECT_NE(json::serialize(summaries).find("fixed errors E0 to E39"), std::string::npos);
+  json::value jobs;
+  ASSERT_TRUE(WaitFor([&] {
+    jobs = Body(d.Call("GET", "/v1/health")).at("broker").at("jobs");
+    return Int(jobs, {"duplicates"}) == steps;
+  }, 5s)) << json::serialize(jobs);
+  EXPECT_EQ(Int(jobs, {"completed"}), steps);
+  EXPECT_EQ(Int(jobs, {"timeouts"}), 0);
+  EXPECT_EQ(d.Stop(), 0);
 }
 
 }  // namespace
