@@ -53,7 +53,9 @@ void AuditPublisher::Notify(int64_t committed_seq) {
 
 AuditPublisherStats AuditPublisher::Stats() const {
   std::lock_guard lock(mu_);
-  return stats_;
+  AuditPublisherStats out = stats_;
+  if (!out.connected) out.rate = 0;  // nothing is being published
+  return out;
 }
 
 bool AuditPublisher::WaitPublished(int64_t seq, std::chrono::milliseconds timeout) {
@@ -164,6 +166,14 @@ Status AuditPublisher::PublishRound(bool* more) {
     std::lock_guard lock(mu_);
     stats_.published += fresh;
     stats_.duplicates += duplicates;
+    rate_events_ += fresh + duplicates;
+    const auto now = std::chrono::steady_clock::now();
+    const std::chrono::duration<double> window = now - rate_since_;
+    if (window >= std::chrono::seconds(5)) {
+      stats_.rate = static_cast<double>(rate_events_) / window.count();
+      rate_since_ = now;
+      rate_events_ = 0;
+    }
     stats_.cursor = std::max(stats_.cursor, acked);
     if (!events->empty()) stats_.head = std::max(stats_.head, events->back().seq);
   }

@@ -88,6 +88,9 @@ class AuditPublisher {
   bool notified_ = false;                // guarded by mu_
   bool stopping_ = false;                // guarded by mu_
   AuditPublisherStats stats_;            // guarded by mu_
+  // The publish rate's window (guarded by mu_): its start and the events acknowledged.
+  std::chrono::steady_clock::time_point rate_since_ = std::chrono::steady_clock::now();
+  int64_t rate_events_ = 0;
   std::thread thread_;
 };
 

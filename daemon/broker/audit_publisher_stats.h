@@ -12,10 +12,11 @@ struct AuditPublisherStats {
   int64_t published = 0;   // events the broker acknowledged as new
   int64_t duplicates = 0;  // acknowledged as duplicates (republished after a crash)
   int64_t failures = 0;    // connection or publish failures
-  int64_t cursor = 0;      // the last seq acknowledged and recorded
+  int64_t cursor = 0;      // the last seq acknowledged (recorded in the database within 1 s)
   int64_t head = 0;        // the newest committed seq this publisher was told of
   int64_t backlog() const { return head > cursor ? head - cursor : 0; }
   std::string last_error;  // the last failure, without credentials
+  double rate = 0;         // events acknowledged per second over the last window of >= 5 s
 };
 
 }  // namespace missy

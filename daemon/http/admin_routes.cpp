@@ -21,6 +21,7 @@ void Api::AddAdminRoutes() {
       broker = json::object{{"connected", b.connected},   {"published", b.published},
                             {"duplicates", b.duplicates}, {"failures", b.failures},
                             {"cursor", b.cursor},         {"backlog", b.backlog()},
+                            {"rate", b.rate},
                             {"last_error", b.last_error}};
     }
     if (s.deps.dispatcher != nullptr) {  // distributed summarization

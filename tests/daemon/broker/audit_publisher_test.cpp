@@ -108,9 +108,31 @@ TEST_F(AuditPublisherTest, EventsArriveInOrderWithNoGapAndTheCursorFollowsTheAck
   EXPECT_TRUE(st.connected);
   EXPECT_EQ(st.published, 35);
   EXPECT_EQ(st.duplicates, 0);
+  EXPECT_EQ(st.rate, 0);  // no 5 s window has ended yet
   pub.Stop();
   EXPECT_EQ(*stores_->audit.OutboxCursor("broker.audit"), 35);
   ExpectStreamIsTheLog(35);
+}
+
+// The rate over the last 5 s window: 40 events published in it.
+TEST_F(AuditPublisherTest, ThePublishRateIsMeasuredOverWindowsOfFiveSeconds) {
+  ASSERT_TRUE(server_->Start());
+  AuditPublisher pub(stores_->audit, Options());
+  const auto started = std::chrono::steady_clock::now();
+  pub.Start();
+  AppendEvents(40);
+  pub.Notify();
+  ASSERT_TRUE(pub.WaitPublished(40, std::chrono::seconds(4))) << pub.Stats().last_error;
+  double rate = 0;
+  for (int i = 0; i < 100 && rate == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    rate = pub.Stats().rate;
+  }
+  const std::chrono::duration<double> window = std::chrono::steady_clock::now() - started;
+  EXPECT_GE(rate, 40.0 / (window.count() + 0.5)) << window.count();  // one window of 5 s+
+  EXPECT_LE(rate, 40.0 / 5.0);
+  pub.Stop();
+  EXPECT_EQ(pub.Stats().rate, 0);  // not connected: nothing is being published
 }
 
 // The broker is down at first: events wait in SQLite; once it is up they go out in order.
