@@ -131,6 +131,14 @@ Result<std::optional<Job>> JobStore::Claim(int64_t now_ms, int64_t lease_ms) {
       db_, [&](Txn& txn) { return Claim(txn, now_ms, lease_ms); });
 }
 
+Status JobStore::ExtendLease(Txn& txn, int64_t id, int64_t until_ms) {
+  MISSY_ASSIGN_STMT(extend, txn.conn(),
+                    "UPDATE jobs SET lease_until_ms = max(lease_until_ms, ?2) "
+                    "WHERE id = ?1 AND state = 'running'");
+  extend.Bind(1, id).Bind(2, until_ms);
+  return extend.Run("extend job lease");
+}
+
 Status JobStore::Complete(Txn& txn, int64_t id, int64_t now_ms) {
   Connection& c = txn.conn();
   MISSY_RETURN_IF_ERROR(RunningJob(c, id).status());

@@ -33,6 +33,9 @@ class JobStore {
   // nullopt when none is due.
   Result<std::optional<Job>> Claim(Txn& txn, int64_t now_ms, int64_t lease_ms);
   Result<std::optional<Job>> Claim(int64_t now_ms, int64_t lease_ms);
+  // A running job's lease, renewed until `until_ms` (a long run that is making progress
+  // keeps its job). Nothing for a job that is not running (it was requeued or finished).
+  Status ExtendLease(Txn& txn, int64_t id, int64_t until_ms);
   // kNotFound, kConflict unless running.
   Status Complete(Txn& txn, int64_t id, int64_t now_ms);
   Status Complete(int64_t id, int64_t now_ms);

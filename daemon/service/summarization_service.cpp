@@ -49,13 +49,18 @@ AuditDetail& AddBackend(AuditDetail& detail, const SelectedBackend& selected,
   return detail;
 }
 
-// Stores `record` with its audit event in one transaction; returns it as stored.
-Result<SummaryRecord> Store(const ServiceDeps& deps, const SummaryRecord& record,
-                            AuditDetail detail) {
+// Stores `record` with its audit event (and the job's renewed lease) in one transaction;
+// returns it as stored.
+Result<SummaryRecord> Store(const ServiceDeps& deps, const SummarizeRequest& request,
+                            const SummaryRecord& record, AuditDetail detail) {
   SummaryRecord stored;
   Status st = deps.db->Write([&](Txn& txn) -> Status {
     Result<SummaryRecord> r = deps.stores->summaries.Insert(txn, record);
     if (!r.ok()) return r.status();
+    if (request.job_id > 0 && request.lease_ms > 0) {
+      MISSY_RETURN_IF_ERROR(deps.stores->jobs.ExtendLease(
+          txn, request.job_id, deps.clock->NowMs() + request.lease_ms));
+    }
     stored = std::move(*r);
     detail.Add("summary_id", stored.id);
     return deps.audit->Append(txn, AuditRecord{"summarization.completed", "context", "allow",
@@ -234,7 +239,7 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
         .Add("tokens_before", sum.source_tokens)
         .Add("tokens_after", sum.tokens);
     AddBackend(detail, selected, sum).Add("duration_ms", NowSteadyMs() - started);
-    Result<SummaryRecord> stored = Store(deps_, record, std::move(detail));
+    Result<SummaryRecord> stored = Store(deps_, request, record, std::move(detail));
     if (!stored.ok()) return stored.status();
     if (!sum.fallback.empty()) ++out.fallbacks;
     CountSummary(deps_, sum, "leaf");
@@ -293,7 +298,7 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
         .Add("tokens_before", sum.source_tokens)
         .Add("tokens_after", sum.tokens);
     AddBackend(detail, selected, sum).Add("duration_ms", NowSteadyMs() - started);
-    Result<SummaryRecord> stored = Store(deps_, record, std::move(detail));
+    Result<SummaryRecord> stored = Store(deps_, request, record, std::move(detail));
     if (!stored.ok()) return stored.status();
     if (!sum.fallback.empty()) ++out.fallbacks;
     CountSummary(deps_, sum, "condensed");

@@ -36,6 +36,9 @@ struct SummarizeRequest {
   bool force = false;  // also a trailing chunk however small (forced compaction)
   std::string reason;  // "threshold", "context_length_exceeded", ... (audit)
   int64_t job_id = 0;  // the job being run (0: none)
+  // Each stored summary renews the job's lease to now + this, in its own transaction, so
+  // that a long run that makes progress keeps its job (0: no renewal).
+  int64_t lease_ms = 0;
   // The llm backend starts no request after this long; later chunks are summarized
   // extractively (0: no limit). Forced compaction sets kCompactLlmBudget.
   std::chrono::milliseconds llm_budget{0};

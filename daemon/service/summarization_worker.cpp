@@ -79,6 +79,7 @@ bool SummarizationWorker::RunOne() {
   request.session_id = job.session_id;
   request.reason = "job";
   request.job_id = job.id;
+  request.lease_ms = options_.lease_ms;  // each summary stored renews it
   const auto started = std::chrono::steady_clock::now();
   Result<SummarizeOutcome> out = summarizer_.Summarize(request);
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;

@@ -23,7 +23,9 @@ namespace missy {
 class SummarizationService;
 
 struct SummarizationWorkerOptions {
-  int64_t lease_ms = 10 * 60 * 1000;  // a job not finished by then is claimed again
+  // A job that stored no summary for this long is claimed again (its worker died): each
+  // summary stored renews the lease.
+  int64_t lease_ms = 10 * 60 * 1000;
   int64_t poll_ms = 1000;             // how often the queue is looked at without Notify
   RetryPolicy retry;                  // a failed job's backoff and attempts
   // Jobs run at once (threads). One is enough when the daemon summarizes by itself; with

@@ -160,6 +160,22 @@ TEST_F(JobStoreTest, ClaimReclaimsAnExpiredLeaseDirectly) {
   EXPECT_EQ(again.lease_until_ms, 1001);
 }
 
+// A run that makes progress renews its lease: it is not claimed again under it.
+TEST_F(JobStoreTest, AnExtendedLeaseKeepsTheJob) {
+  auto q = db_->jobs.Enqueue("summarize", "a", "{}", 0);
+  Job j = Claim(0, 500);
+  ASSERT_TRUE(db_.db->Write([&](Txn& txn) { return db_->jobs.ExtendLease(txn, j.id, 2000); }).ok());
+  EXPECT_TRUE(NothingDue(1500));  // the first lease (500) has passed, the renewed one not
+  EXPECT_EQ(db_->jobs.Get(j.id)->lease_until_ms, 2000);
+  // Never shortened, and nothing for a job that is not running.
+  ASSERT_TRUE(db_.db->Write([&](Txn& txn) { return db_->jobs.ExtendLease(txn, j.id, 900); }).ok());
+  EXPECT_EQ(db_->jobs.Get(j.id)->lease_until_ms, 2000);
+  ASSERT_TRUE(db_->jobs.Complete(j.id, 1600).ok());
+  ASSERT_TRUE(db_.db->Write([&](Txn& txn) { return db_->jobs.ExtendLease(txn, j.id, 9000); }).ok());
+  EXPECT_EQ(db_->jobs.Get(j.id)->state, "done");
+  EXPECT_EQ(db_->jobs.Get(j.id)->lease_until_ms, 0);
+}
+
 TEST_F(JobStoreTest, HasActiveSeesQueuedAndRunningJobsOnly) {
   EXPECT_FALSE(*db_->jobs.HasActive("s", "summarize"));
   ASSERT_TRUE(db_->jobs.Enqueue("summarize", "s", "{}", 0).ok());

@@ -198,6 +198,29 @@ TEST_F(SummarizationTest, AJobQueuedBeforeARestartRunsAfterIt) {
   EXPECT_EQ(jobs->size(), 1u);
 }
 
+// A run renews its job's lease with each summary it stores: a long run that makes
+// progress is not taken for a dead one and claimed again.
+TEST_F(SummarizationTest, EachStoredSummaryRenewsTheJobsLease) {
+  ASSERT_TRUE(Create("l").ok());
+  ASSERT_TRUE(Append("l", Rounds(1, 40)).status.ok());
+  ASSERT_TRUE(stores_->jobs.Enqueue("summarize", "l", "{}", clock_.NowMs()).ok());
+  Result<std::optional<Job>> job = stores_->jobs.Claim(clock_.NowMs(), 1000);
+  ASSERT_TRUE(job.ok() && job->has_value());
+  const int64_t claimed_at = clock_.NowMs();
+  clock_.Advance(5000);  // past the claim's lease: the run is slow
+  SummarizeRequest r;
+  r.session_id = "l";
+  r.job_id = (*job)->id;
+  r.lease_ms = 60000;
+  Result<SummarizeOutcome> out = services_->summarization.Summarize(r);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_GE(out->leaves, 1);
+  EXPECT_EQ(stores_->jobs.Get((*job)->id)->lease_until_ms, claimed_at + 5000 + 60000);
+  Result<std::optional<Job>> again = stores_->jobs.Claim(clock_.NowMs() + 1, 1000);
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->has_value());  // still leased to the run
+}
+
 TEST_F(SummarizationTest, AnUnknownSessionIsNotFound) {
   Result<SummarizeOutcome> out = Run("ghost");
   EXPECT_EQ(out.status().code(), StatusCode::kNotFound);
