@@ -446,6 +446,28 @@ std::string RenderStatus(const json::value& h, const StatusExtras& x) {
   line("storage", Thousands(IntAt(h, {"storage", "write_transactions"})) + " write transactions, " +
                       Thousands(IntAt(h, {"storage", "commits_with_fsync"})) + " fsynced");
   line("requests", Thousands(IntAt(h, {"requests"})));
+  // The broker bridge, when one is configured: its audit events, then its jobs.
+  if (const json::value* b = At(h, {"broker"}); b != nullptr && b->is_object()) {
+    const auto state = [&](std::initializer_list<std::string_view> connected,
+                           std::initializer_list<std::string_view> error) {
+      const std::string why = StrAt(h, error);
+      return BoolAt(h, connected) ? std::string("connected")
+                                  : "not connected" + (why.empty() ? "" : " (" + why + ")");
+    };
+    if (At(h, {"broker", "cursor"}) != nullptr) {
+      line("broker", "audit " + Thousands(IntAt(h, {"broker", "published"})) + " published, " +
+                         Thousands(IntAt(h, {"broker", "backlog"})) + " behind; " +
+                         state({"broker", "connected"}, {"broker", "last_error"}));
+    }
+    if (At(h, {"broker", "jobs"}) != nullptr) {
+      const auto j = [&](std::string_view key) { return IntAt(h, {"broker", "jobs", key}); };
+      line("workers", Thousands(j("completed")) + " summaries by workers, " +
+                          Thousands(j("timeouts") + j("worker_errors") + j("exhausted") +
+                                    j("not_sent")) +
+                          " local, " + Thousands(j("in_flight")) + " waiting; " +
+                          state({"broker", "jobs", "connected"}, {"broker", "jobs", "last_error"}));
+    }
+  }
   return out;
 }
 

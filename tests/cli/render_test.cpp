@@ -170,6 +170,33 @@ TEST(RenderTest, StatusNamesVersionUptimeSessionsTokenizerAndJobs) {
   StatusExtras unknown;
   EXPECT_NE(RenderStatus(health, unknown).find("jobs        ? queued, ? running, ? failed"),
             std::string::npos);
+  EXPECT_EQ(out.find("broker"), std::string::npos);  // none configured: no line
+  EXPECT_EQ(out.find("workers"), std::string::npos);
+}
+
+TEST(RenderTest, StatusShowsTheBrokerBridgeAndItsWorkers) {
+  json::value health = json::parse(R"({"status":"ok","version":"0.1.0","uptime_ms":1000,
+    "broker":{"connected":true,"published":12345,"duplicates":0,"failures":0,"cursor":12345,
+      "backlog":3,"last_error":"","rate":20.5,
+      "jobs":{"connected":false,"dispatched":40,"not_sent":2,"completed":37,"worker_errors":1,
+        "exhausted":0,"timeouts":2,"duplicates":0,"stale":0,"in_flight":0,
+        "last_error":"cannot connect: No server available for connection"}}})");
+  const std::string out = RenderStatus(health, StatusExtras{});
+  ExpectFits(out);
+  EXPECT_NE(out.find("broker      audit 12,345 published, 3 behind; connected\n"),
+            std::string::npos)
+      << out;
+  // Cut to 80 columns: the whole error is in --json.
+  EXPECT_NE(out.find("workers     37 summaries by workers, 5 local, 0 waiting; not connected "
+                     "(cannot …\n"),
+            std::string::npos)
+      << out;
+  // Only the audit half: no workers line.
+  json::value audit_only = json::parse(R"({"broker":{"connected":true,"published":1,"cursor":1,
+    "backlog":0}})");
+  const std::string a = RenderStatus(audit_only, StatusExtras{});
+  EXPECT_NE(a.find("broker      audit 1 published, 0 behind; connected"), std::string::npos) << a;
+  EXPECT_EQ(a.find("workers"), std::string::npos) << a;
 }
 
 TEST(RenderTest, FlattenJsonGivesOneKeyPathPerLine) {
