@@ -356,3 +356,39 @@ TEST_F(JobDispatcherTest, AJobWhoseDeliveriesRunOutFailsAtOnce) {
 
 }  // namespace
 }  // namespace missy::testing
+
+namespace missy::testing {
+namespace {
+
+// The broker goes away (SIGKILL) and comes back with its store: meanwhile steps fail at
+// once (the daemon summarizes locally); afterwards the dispatcher and the worker are back
+// by themselves and steps go to the worker again.
+TEST_F(JobDispatcherTest, AfterABrokerRestartJobsFlowAgain) {
+  JobDispatcher d(Options(server_->url()));
+  d.Start();
+  ASSERT_TRUE(WaitFor([&] { return d.Stats().connected; }));
+  RunningWorker worker(server_->url(), "wr");
+  Result<SummaryTaskResult> r = d.Run(Leaf("1:run:1"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+
+  server_->Stop();
+  ASSERT_TRUE(WaitFor([&] { return !d.Stats().connected; }));
+  const auto started = std::chrono::steady_clock::now();
+  r = d.Run(Leaf("1:run:2"));
+  EXPECT_FALSE(r.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 1s);
+  EXPECT_EQ(d.Stats().not_sent, 1);
+
+  ASSERT_TRUE(server_->Start());
+  ASSERT_TRUE(WaitFor([&] { return d.Stats().connected; }, 20s)) << d.Stats().last_error;
+  Result<SummaryTaskResult> again = Status::Unavailable("not tried");
+  int attempt = 0;
+  ASSERT_TRUE(WaitFor([&] {  // the worker reconnects with its own backoff
+    again = d.Run(Leaf("1:run:" + std::to_string(3 + attempt++), 2s));
+    return again.ok();
+  }, 30s)) << again.status().ToString();
+  EXPECT_EQ(again->worker, "wr");
+}
+
+}  // namespace
+}  // namespace missy::testing
