@@ -186,8 +186,7 @@ int main(int argc, char** argv) {
       AuditPublisherOptions bo;
       bo.endpoint = broker::EndpointFrom(config->broker);
       bo.subject_prefix = config->broker.subject_prefix;
-      bo.daemon_id = config->broker.daemon_id.empty() ? AuditPublisher::DefaultDaemonId()
-                                                      : config->broker.daemon_id;
+      bo.daemon_id = broker::DaemonIdFrom(config->broker);
       publisher = std::make_unique<AuditPublisher>(stores.audit, std::move(bo));
     }
     // Distributed summarization (context.broker.jobs): each summarization step goes to a
@@ -197,8 +196,7 @@ int main(int argc, char** argv) {
       JobDispatcherOptions jo;
       jo.endpoint = broker::EndpointFrom(config->broker);
       jo.subject_prefix = config->broker.subject_prefix;
-      jo.daemon_id = config->broker.daemon_id.empty() ? AuditPublisher::DefaultDaemonId()
-                                                      : config->broker.daemon_id;
+      jo.daemon_id = broker::DaemonIdFrom(config->broker);
       jo.timeout = std::chrono::milliseconds(config->broker.job_timeout_ms);
       jo.ack_wait = std::chrono::milliseconds(config->broker.job_ack_wait_ms);
       jo.max_deliver = config->broker.job_max_deliver;

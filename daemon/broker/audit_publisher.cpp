@@ -1,11 +1,8 @@
 #include "daemon/broker/audit_publisher.h"
 
-#include <pwd.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <utility>
 #include <vector>
 
@@ -65,26 +62,6 @@ bool AuditPublisher::WaitPublished(int64_t seq, std::chrono::milliseconds timeou
          stats_.cursor >= seq;
 }
 
-std::string AuditPublisher::DefaultDaemonId() {
-  std::string machine;
-  std::ifstream in("/etc/machine-id");
-  std::getline(in, machine);
-  if (machine.size() > 12) machine.resize(12);
-  if (machine.empty()) {
-    char host[256] = {};
-    if (gethostname(host, sizeof host - 1) == 0) machine = host;
-  }
-  std::string user;
-  if (const passwd* pw = getpwuid(getuid()); pw != nullptr && pw->pw_name != nullptr) {
-    user = pw->pw_name;
-  } else {
-    user = std::to_string(getuid());
-  }
-  return broker::SubjectToken(machine + "-" + user);
-}
-
-std::string AuditPublisher::RedactUrl(const std::string& url) { return broker::RedactUrl(url); }
-
 void AuditPublisher::Failed(const Status& status) {
   bool log_it = false;
   {
@@ -98,7 +75,7 @@ void AuditPublisher::Failed(const Status& status) {
   if (log_it) {
     spdlog::warn("broker {}: {} (audit events wait in the database and are published when it "
                  "is back)",
-                 RedactUrl(options_.endpoint.url), status.message());
+                 broker::RedactUrl(options_.endpoint.url), status.message());
   }
 }
 
@@ -217,7 +194,7 @@ void AuditPublisher::Loop() {
           stats_.last_error.clear();
         }
         spdlog::info("broker {}: publishing audit events to {} as {}",
-                     RedactUrl(options_.endpoint.url), options_.stream, options_.daemon_id);
+                     broker::RedactUrl(options_.endpoint.url), options_.stream, options_.daemon_id);
       }
     }
     if (st.ok()) st = PublishRound(&more);

@@ -59,11 +59,6 @@ class AuditPublisher {
   // it within persist_every, and at Stop.
   bool WaitPublished(int64_t seq, std::chrono::milliseconds timeout);
 
-  // "<machine id>-<user>" as one subject token: the default daemon_id.
-  static std::string DefaultDaemonId();
-  // `url` without "user:password@" parts, for logs and errors.
-  static std::string RedactUrl(const std::string& url);
-
  private:
   struct Nats;  // the nats.c handles (audit_publisher.cpp)
   void Loop();

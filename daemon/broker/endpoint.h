@@ -25,4 +25,10 @@ struct Endpoint {
 // context.broker's url, credentials and TLS files.
 Endpoint EndpointFrom(const BrokerConfig& config);
 
+// This daemon's name in subjects and message ids: context.broker.daemon_id, or
+// DefaultDaemonId() when it is empty.
+std::string DaemonIdFrom(const BrokerConfig& config);
+// "<machine id>-<user>" as one subject token.
+std::string DefaultDaemonId();
+
 }  // namespace missy::broker

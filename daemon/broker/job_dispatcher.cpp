@@ -97,6 +97,7 @@ void JobDispatcher::Failed(const std::string& error) {
 Result<SummaryTaskResult> JobDispatcher::Run(const SummaryTask& task) {
   const std::string data = broker::TaskToJson(task);
   const std::string subject = broker::JobsSubject(options_.subject_prefix, options_.daemon_id);
+  uint64_t stream_seq = 0;  // where MISSY_JOBS stored it (the max-deliveries advisory names it)
   {
     // Jobs left by the last run start at once: give the first connection its chance.
     std::unique_lock lock(mu_);
@@ -136,8 +137,9 @@ Result<SummaryTaskResult> JobDispatcher::Run(const SummaryTask& task) {
     const natsStatus s = js_Publish(&ack, nats_->connection.js, subject.c_str(), data.data(),
                                     static_cast<int>(data.size()), &po, &jerr);
     if (ack != nullptr) {
+      stream_seq = ack->Sequence;
       std::lock_guard lock(mu_);
-      pending_seqs_[ack->Sequence] = task.task_id;
+      pending_seqs_[stream_seq] = task.task_id;
       jsPubAck_Destroy(ack);
     }
     if (s != NATS_OK) {
@@ -157,7 +159,7 @@ Result<SummaryTaskResult> JobDispatcher::Run(const SummaryTask& task) {
   cv_.wait_for(lock, wait, [&] { return stopping_ || pending_.at(task.task_id).has_value(); });
   std::optional<SummaryTaskResult> result = std::move(pending_.at(task.task_id));
   pending_.erase(task.task_id);
-  std::erase_if(pending_seqs_, [&](const auto& kv) { return kv.second == task.task_id; });
+  pending_seqs_.erase(stream_seq);
   if (!result.has_value()) {
     if (stopping_) return Status::Unavailable("the daemon is stopping");
     ++stats_.timeouts;

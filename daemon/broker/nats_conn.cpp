@@ -1,10 +1,12 @@
 #include "daemon/broker/nats_conn.h"
 
 #include <spdlog/spdlog.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <utility>
 
 namespace missy::broker {
@@ -90,6 +92,28 @@ Endpoint EndpointFrom(const BrokerConfig& config) {
   e.creds_file = config.creds_file;
   e.ca_file = config.ca_file;
   return e;
+}
+
+std::string DefaultDaemonId() {
+  std::string machine;
+  std::ifstream in("/etc/machine-id");
+  std::getline(in, machine);
+  if (machine.size() > 12) machine.resize(12);
+  if (machine.empty()) {
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) == 0) machine = host;
+  }
+  std::string user;
+  if (const passwd* pw = getpwuid(getuid()); pw != nullptr && pw->pw_name != nullptr) {
+    user = pw->pw_name;
+  } else {
+    user = std::to_string(getuid());
+  }
+  return SubjectToken(machine + "-" + user);
+}
+
+std::string DaemonIdFrom(const BrokerConfig& config) {
+  return config.daemon_id.empty() ? DefaultDaemonId() : config.daemon_id;
 }
 
 std::string NatsError(natsStatus s, jsErrCode jerr) {

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "daemon/broker/audit_publisher_stats.h"
-#include "daemon/broker/dispatch_stats.h"
+#include "daemon/service/dispatch_stats.h"
 #include "daemon/metrics/registry.h"
 
 namespace missy {

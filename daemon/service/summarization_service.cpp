@@ -173,11 +173,18 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     return out;  // nothing worth a summary yet: no event, no write
   }
   // Built only when there is work: an llm backend makes a provider client.
-  SelectedBackend selected = SelectSummaryBackend(
-      *cfg, !request.backend.empty() ? request.backend : session->summarizer_backend,
-      session->summarizer_provider, provider_options, deadline, deps_.metrics);
-  if (deps_.dispatcher != nullptr) {
-    // Each step goes to a broker worker; the selected backend is the local fallback.
+  const std::string& backend_override =
+      !request.backend.empty() ? request.backend : session->summarizer_backend;
+  auto select = [&] {
+    return SelectSummaryBackend(*cfg, backend_override, session->summarizer_provider,
+                                provider_options, deadline, deps_.metrics);
+  };
+  SelectedBackend selected;
+  if (deps_.dispatcher == nullptr) {
+    selected = select();
+  } else {
+    // Each step goes to a broker worker; the local backend is made only for a fallback.
+    selected.requested = RequestedBackend(*cfg, backend_override);
     RemoteBackend::Identity who;
     who.task_prefix = std::to_string(request.job_id) + ":" + deps_.ids->NewId();
     who.job_id = request.job_id;
@@ -188,9 +195,7 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
                                                                : cfg->default_provider;
     who.model = session->model;
     who.max_wait_ms = request.llm_budget.count();
-    selected.backend = std::make_unique<RemoteBackend>(
-        *deps_.dispatcher, std::move(selected.backend), std::move(who), selected.fallback);
-    selected.fallback.clear();
+    selected.backend = std::make_unique<RemoteBackend>(*deps_.dispatcher, select, std::move(who));
   }
   out.backend = selected.requested;
   if (!selected.fallback.empty()) {

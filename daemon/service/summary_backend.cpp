@@ -346,16 +346,20 @@ BackendSummary LlmBackend::Condense(std::span<const ChildSummary> children, int6
 // ---------------------------------------------------------------------------------------
 // Selection
 
+std::string RequestedBackend(const DaemonConfig& config, std::string_view backend_override) {
+  const std::string_view b =
+      backend_override.empty() ? std::string_view(config.summarizer_backend.backend) : backend_override;
+  return b == kLlmBackend ? kLlmBackend : kExtractiveBackend;
+}
+
 SelectedBackend SelectSummaryBackend(const DaemonConfig& config, std::string_view backend_override,
                                      std::string_view provider_override,
                                      const provider::ProviderOptions& provider_options,
                                      SteadyClock::time_point deadline,
                                      metrics::DaemonMetrics* metrics) {
   SelectedBackend out;
-  out.requested =
-      backend_override.empty() ? config.summarizer_backend.backend : std::string(backend_override);
+  out.requested = RequestedBackend(config, backend_override);
   if (out.requested != kLlmBackend) {
-    out.requested = kExtractiveBackend;
     out.backend = std::make_unique<ExtractiveBackend>();
     return out;
   }

@@ -137,6 +137,10 @@ struct SelectedBackend {
   std::string requested;  // the configured backend
   std::string fallback;   // why the llm backend could not be built (extractive is used)
 };
+// The backend a run asks for: `backend_override` when not empty, else
+// context.summarizer.backend; anything but "llm" is "extractive".
+std::string RequestedBackend(const DaemonConfig& config, std::string_view backend_override);
+
 // Never fails: a provider that cannot be built gives the extractive backend with the
 // reason. The overrides (a session's choice) replace context.summarizer.backend and
 // .provider when not empty. `deadline` bounds the llm path (forced compaction).

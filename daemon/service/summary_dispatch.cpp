@@ -17,12 +17,14 @@ int64_t UnixMs() {
 
 }  // namespace
 
-RemoteBackend::RemoteBackend(SummaryDispatcher& dispatcher, std::unique_ptr<SummaryBackend> local,
-                             Identity identity, std::string local_fallback)
-    : dispatcher_(dispatcher),
-      local_(std::move(local)),
-      identity_(std::move(identity)),
-      local_fallback_(std::move(local_fallback)) {}
+RemoteBackend::RemoteBackend(SummaryDispatcher& dispatcher,
+                             std::function<SelectedBackend()> make_local, Identity identity)
+    : dispatcher_(dispatcher), make_local_(std::move(make_local)), identity_(std::move(identity)) {}
+
+SummaryBackend& RemoteBackend::LocalBackend() {
+  if (local_.backend == nullptr) local_ = make_local_();
+  return *local_.backend;
+}
 
 template <typename Local>
 BackendSummary RemoteBackend::Dispatch(SummaryTask task, int64_t source_tokens,
@@ -62,7 +64,7 @@ BackendSummary RemoteBackend::Dispatch(SummaryTask task, int64_t source_tokens,
   }
   spdlog::warn("summarization step {} of {} runs locally: {}", task.task_id, task.session_id, why);
   BackendSummary out = local();
-  if (!local_fallback_.empty()) why += "; locally: " + local_fallback_;
+  if (!local_.fallback.empty()) why += "; locally: " + local_.fallback;
   out.fallback = out.fallback.empty() ? why : why + "; " + out.fallback;
   return out;
 }
@@ -74,7 +76,7 @@ BackendSummary RemoteBackend::Leaf(std::span<const StoredMessage> chunk, std::st
   task.prior = std::string(prior);
   task.target_tokens = target_tokens;
   return Dispatch(std::move(task), SourceTokens(chunk, counter), counter,
-                  [&] { return local_->Leaf(chunk, prior, target_tokens, counter); });
+                  [&] { return LocalBackend().Leaf(chunk, prior, target_tokens, counter); });
 }
 
 BackendSummary RemoteBackend::Condense(std::span<const ChildSummary> children,
@@ -84,7 +86,7 @@ BackendSummary RemoteBackend::Condense(std::span<const ChildSummary> children,
   task.children.assign(children.begin(), children.end());
   task.target_tokens = target_tokens;
   return Dispatch(std::move(task), SourceTokens(children, counter), counter,
-                  [&] { return local_->Condense(children, target_tokens, counter); });
+                  [&] { return LocalBackend().Condense(children, target_tokens, counter); });
 }
 
 }  // namespace missy

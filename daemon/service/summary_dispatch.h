@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -15,7 +16,7 @@
 #include "core/extractive_summarizer.h"
 #include "core/message.h"
 #include "core/status.h"
-#include "daemon/broker/dispatch_stats.h"
+#include "daemon/service/dispatch_stats.h"
 #include "daemon/service/summary_backend.h"
 
 namespace missy {
@@ -61,10 +62,12 @@ class SummaryDispatcher {
   virtual DispatchStats Stats() const = 0;
 };
 
-// A SummaryBackend that sends each step to the dispatcher and falls back to `local` (the
-// backend the daemon would use by itself) when no usable result comes back; once the
-// dispatcher failed (no broker, no worker in time), the rest of the run is local. The result is
-// counted with the run's counter; a text not smaller than its source is not used either.
+// A SummaryBackend that sends each step to the dispatcher and falls back to the backend
+// the daemon would use by itself when no usable result comes back; once the dispatcher
+// failed (no broker, no worker in time), the rest of the run is local. The local backend
+// is made (`make_local`: an llm one builds a provider client) only when first needed. The
+// result is counted with the run's counter; a text not smaller than its source is not
+// used either.
 class RemoteBackend final : public SummaryBackend {
  public:
   struct Identity {
@@ -73,9 +76,9 @@ class RemoteBackend final : public SummaryBackend {
     std::string session_id, backend, provider, model;
     int64_t max_wait_ms = 0;  // waits at most this long per step (0: the dispatcher's timeout)
   };
-  RemoteBackend(SummaryDispatcher& dispatcher, std::unique_ptr<SummaryBackend> local,
-                Identity identity, std::string local_fallback = {});
-  std::string_view name() const override { return local_->name(); }
+  RemoteBackend(SummaryDispatcher& dispatcher, std::function<SelectedBackend()> make_local,
+                Identity identity);
+  std::string_view name() const override { return identity_.backend; }
   BackendSummary Leaf(std::span<const StoredMessage> chunk, std::string_view prior,
                       int64_t target_tokens, const MessageTokenCounter& counter) override;
   BackendSummary Condense(std::span<const ChildSummary> children, int64_t target_tokens,
@@ -87,10 +90,13 @@ class RemoteBackend final : public SummaryBackend {
   BackendSummary Dispatch(SummaryTask task, int64_t source_tokens,
                           const MessageTokenCounter& counter, Local local);
 
+  // The local backend, made on first use.
+  SummaryBackend& LocalBackend();
+
   SummaryDispatcher& dispatcher_;
-  std::unique_ptr<SummaryBackend> local_;
+  std::function<SelectedBackend()> make_local_;
+  SelectedBackend local_;  // backend null until LocalBackend()
   Identity identity_;
-  std::string local_fallback_;  // why the local backend is not the configured one
   int steps_ = 0;
   // Why the dispatcher failed in this run: later steps run locally without waiting again.
   std::string remote_down_;

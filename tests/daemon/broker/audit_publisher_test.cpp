@@ -3,6 +3,7 @@
 // with no gap and no duplicate, across a broker outage, a broker restart and a
 // republish from an older cursor.
 #include "daemon/broker/audit_publisher.h"
+#include "daemon/broker/nats_conn.h"
 
 #include <gtest/gtest.h>
 #include <nats/nats.h>
@@ -182,11 +183,11 @@ TEST_F(AuditPublisherTest, RepublishedEventsAreDroppedAsDuplicates) {
 }
 
 TEST(AuditPublisherNamesTest, CredentialsNeverReachLogsAndIdsAreOneToken) {
-  EXPECT_EQ(AuditPublisher::RedactUrl("nats://bob:s3cret@h:4222,nats://h2:4222"),
+  EXPECT_EQ(broker::RedactUrl("nats://bob:s3cret@h:4222,nats://h2:4222"),
             "nats://***@h:4222,nats://h2:4222");
-  EXPECT_EQ(AuditPublisher::RedactUrl("nats://tok3n@h:4222"), "nats://***@h:4222");
-  EXPECT_EQ(AuditPublisher::RedactUrl("nats://h:4222"), "nats://h:4222");
-  const std::string id = AuditPublisher::DefaultDaemonId();
+  EXPECT_EQ(broker::RedactUrl("nats://tok3n@h:4222"), "nats://***@h:4222");
+  EXPECT_EQ(broker::RedactUrl("nats://h:4222"), "nats://h:4222");
+  const std::string id = broker::DefaultDaemonId();
   EXPECT_FALSE(id.empty());
   EXPECT_EQ(id.find_first_of(". *>"), std::string::npos) << id;
 }

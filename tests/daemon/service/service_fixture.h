@@ -164,6 +164,21 @@ inline std::string Words(int words, const std::string& stem = "line") {
   return out;
 }
 
+// `count` rounds from `first`: a request naming a file, a call running its test, an
+// output of about `words` words ending in an error line, an acknowledgement.
+inline std::vector<Message> ErrorRounds(int first, int count, int words = 200) {
+  std::vector<Message> out;
+  for (int i = first; i < first + count; ++i) {
+    const std::string n = std::to_string(i);
+    out.push_back(Message::User("step " + n + ": fix src/module_" + n + ".cc"));
+    out.push_back(CallMessage("call_" + n, "bash", R"({"command":"make test_)" + n + R"("})"));
+    out.push_back(Message::ToolResult(
+        "call_" + n, Words(words, "log" + n + "_") + "\nerror: test_" + n + " failed", "bash"));
+    out.push_back(Message::Assistant("fixed module " + n));
+  }
+  return out;
+}
+
 class ServiceFixture : public ::testing::Test {
  protected:
   static constexpr int64_t kStartMs = 1'760'000'000'000;  // 2025-10-09

@@ -15,20 +15,6 @@
 namespace missy::testing {
 namespace {
 
-// `count` rounds from `first`: a request, a tool call, its output, an acknowledgement.
-std::vector<Message> Rounds(int first, int count, int words) {
-  std::vector<Message> out;
-  for (int i = first; i < first + count; ++i) {
-    const std::string n = std::to_string(i);
-    out.push_back(Message::User("step " + n + ": fix src/module_" + n + ".cc"));
-    out.push_back(CallMessage("call_" + n, "bash", R"({"command":"make test_)" + n + R"("})"));
-    out.push_back(Message::ToolResult(
-        "call_" + n, Words(words, "log" + n + "_") + "\nerror: test_" + n + " failed", "bash"));
-    out.push_back(Message::Assistant("fixed module " + n));
-  }
-  return out;
-}
-
 class ServiceMetricsTest : public ServiceFixture {
  protected:
   metrics::DaemonMetrics& m() { return services_->metrics; }
@@ -36,7 +22,7 @@ class ServiceMetricsTest : public ServiceFixture {
 
 TEST_F(ServiceMetricsTest, ContextBuildsCountByZoneWithWhatTheyLeftOut) {
   ASSERT_TRUE(Create("w").ok());
-  ASSERT_TRUE(Append("w", Rounds(1, 50, 400)).status.ok());
+  ASSERT_TRUE(Append("w", ErrorRounds(1, 50, 400)).status.ok());
   Result<ContextOutcome> small = Context("w", 32000, 4000);
   ASSERT_TRUE(small.ok()) << small.status().ToString();
   const ContextReport& r = small->context.report;
@@ -64,7 +50,7 @@ TEST_F(ServiceMetricsTest, AJobCountsAsCompletedWithTheSummariesItStored) {
     c.summarizer.condensed_fanout = 4;
   });
   ASSERT_TRUE(Create("r").ok());
-  ASSERT_TRUE(Append("r", Rounds(1, 40, 200)).status.ok());
+  ASSERT_TRUE(Append("r", ErrorRounds(1, 40, 200)).status.ok());
   ASSERT_TRUE(stores_->jobs.Enqueue("summarize", "r", "{}", clock_.NowMs()).ok());
   services_->summarizer.Start();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

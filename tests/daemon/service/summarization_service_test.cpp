@@ -15,21 +15,6 @@
 namespace missy::testing {
 namespace {
 
-// `count` rounds from `first`: a request naming a file, a call reading it, an output with
-// an error line, an acknowledgement.
-std::vector<Message> Rounds(int first, int count, int words = 200) {
-  std::vector<Message> out;
-  for (int i = first; i < first + count; ++i) {
-    const std::string n = std::to_string(i);
-    out.push_back(Message::User("step " + n + ": fix src/module_" + n + ".cc"));
-    out.push_back(CallMessage("call_" + n, "bash", R"({"command":"make test_)" + n + R"("})"));
-    out.push_back(Message::ToolResult(
-        "call_" + n, Words(words, "log" + n + "_") + "\nerror: test_" + n + " failed", "bash"));
-    out.push_back(Message::Assistant("fixed module " + n));
-  }
-  return out;
-}
-
 class SummarizationTest : public ServiceFixture {
  protected:
   void SetUp() override {
@@ -57,7 +42,7 @@ class SummarizationTest : public ServiceFixture {
 
 TEST_F(SummarizationTest, LeavesCoverTheHistoryOutsideTheTailOnceOnGroupBoundaries) {
   ASSERT_TRUE(Create("s").ok());
-  ASSERT_TRUE(Append("s", Rounds(1, 40)).status.ok());  // 160 messages
+  ASSERT_TRUE(Append("s", ErrorRounds(1, 40)).status.ok());  // 160 messages
   Result<SummarizeOutcome> out = Run("s");
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_GE(out->leaves, 4);
@@ -92,7 +77,7 @@ TEST_F(SummarizationTest, LeavesCoverTheHistoryOutsideTheTailOnceOnGroupBoundari
   EXPECT_FALSE(again->stopped.empty());
   EXPECT_EQ(Events("summarization.started").size(), events);
   // New history continues right after the covered range.
-  ASSERT_TRUE(Append("s", Rounds(41, 20)).status.ok());
+  ASSERT_TRUE(Append("s", ErrorRounds(41, 20)).status.ok());
   ASSERT_TRUE(Run("s").ok());
   int64_t covered = 0;
   std::set<int64_t> seen;
@@ -109,7 +94,7 @@ TEST_F(SummarizationTest, LeavesCoverTheHistoryOutsideTheTailOnceOnGroupBoundari
 
 TEST_F(SummarizationTest, LeavesThatFitHalfTheBudgetAreNotCondensed) {
   ASSERT_TRUE(Create("f").ok());
-  ASSERT_TRUE(Append("f", Rounds(1, 60)).status.ok());
+  ASSERT_TRUE(Append("f", ErrorRounds(1, 60)).status.ok());
   SetConfig([](DaemonConfig& c) { c.budget.total = 200000; });  // room for every leaf
   Result<SummarizeOutcome> out = Run("f");
   ASSERT_TRUE(out.ok()) << out.status().ToString();
@@ -121,7 +106,7 @@ TEST_F(SummarizationTest, FourLeavesAreCondensedIntoOneAtTheNextDepth) {
   // A small budget: the leaves no longer fit half of it, so they are condensed.
   SetConfig([](DaemonConfig& c) { c.budget.total = 12000; });
   ASSERT_TRUE(Create("c").ok());
-  ASSERT_TRUE(Append("c", Rounds(1, 60)).status.ok());
+  ASSERT_TRUE(Append("c", ErrorRounds(1, 60)).status.ok());
   Result<SummarizeOutcome> out = Run("c");
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   ASSERT_GE(out->leaves, 4);
@@ -151,7 +136,7 @@ TEST_F(SummarizationTest, FourLeavesAreCondensedIntoOneAtTheNextDepth) {
 
 TEST_F(SummarizationTest, TheWorkerRunsTheJobAContextQueuesAndTheNextContextUsesIt) {
   ASSERT_TRUE(Create("w").ok());
-  ASSERT_TRUE(Append("w", Rounds(1, 50, 400)).status.ok());
+  ASSERT_TRUE(Append("w", ErrorRounds(1, 50, 400)).status.ok());
   services_->summarizer.Start();
   // The issue's measurement budget: 28,000 tokens (window 32,000, output 4,000).
   Result<ContextOutcome> first = Context("w", 32000, 4000);
@@ -183,7 +168,7 @@ TEST_F(SummarizationTest, TheWorkerRunsTheJobAContextQueuesAndTheNextContextUses
 
 TEST_F(SummarizationTest, AJobQueuedBeforeARestartRunsAfterIt) {
   ASSERT_TRUE(Create("r").ok());
-  ASSERT_TRUE(Append("r", Rounds(1, 40)).status.ok());
+  ASSERT_TRUE(Append("r", ErrorRounds(1, 40)).status.ok());
   ASSERT_TRUE(stores_->jobs.Enqueue("summarize", "r", "{}", clock_.NowMs()).ok());
   Reopen();  // the queue is in SQLite
   services_->summarizer.Start();
@@ -202,7 +187,7 @@ TEST_F(SummarizationTest, AJobQueuedBeforeARestartRunsAfterIt) {
 // progress is not taken for a dead one and claimed again.
 TEST_F(SummarizationTest, EachStoredSummaryRenewsTheJobsLease) {
   ASSERT_TRUE(Create("l").ok());
-  ASSERT_TRUE(Append("l", Rounds(1, 40)).status.ok());
+  ASSERT_TRUE(Append("l", ErrorRounds(1, 40)).status.ok());
   ASSERT_TRUE(stores_->jobs.Enqueue("summarize", "l", "{}", clock_.NowMs()).ok());
   Result<std::optional<Job>> job = stores_->jobs.Claim(clock_.NowMs(), 1000);
   ASSERT_TRUE(job.ok() && job->has_value());

@@ -1,6 +1,6 @@
-// The figures of distributed summarization's dispatcher (daemon/broker/job_dispatcher.h)
-// for /v1/health and /metrics, in a header of their own so that neither the service
-// layer nor the metrics see the broker client.
+// The figures of distributed summarization's dispatcher (the SummaryDispatcher port of
+// summary_dispatch.h) for /v1/health and /metrics, in a header of their own so that the
+// metrics need not include the port.
 #pragma once
 
 #include <cstdint>
