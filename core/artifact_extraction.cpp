@@ -270,8 +270,8 @@ class ArgumentReader {
 
 }  // namespace
 
-void ExtractInto(std::span<const StoredMessage> messages, const ArtifactOptions& o,
-                 TrailBuilder& trail, FactSink* facts) {
+void ExtractInto(const Message& m, const ArtifactOptions& o, TrailBuilder& trail, FactSink* facts) {
+  if (m.role == Role::kSystem) return;
   std::string plain;
   ArgumentReader arguments(o, trail);
   std::string flat;  // a line made one line, reused
@@ -280,73 +280,63 @@ void ExtractInto(std::span<const StoredMessage> messages, const ArtifactOptions&
     AppendOneLine(flat, line, o.max_line_chars);
     return flat;
   };
-  for (const StoredMessage& sm : messages) {
-    const Message& m = sm.message;
-    if (m.role == Role::kSystem) continue;
-    std::string_view text = m.text;
-    if (m.content_form == ContentForm::kParts) {
-      plain = m.PlainText();
-      text = plain;
-    }
-    switch (m.role) {
-      case Role::kUser: {
-        ScanTextPaths(text, o.text_window_bytes, trail);
-        const std::string_view head = text.substr(0, std::min(text.size(), o.scan_window_bytes));
-        size_t pos = 0;
-        while ((pos = NextCandidate(head, pos, kDecisionWords)) < head.size()) {
-          const std::string_view line = LineAround(head, pos, &pos);
-          if (IsDecisionLine(line)) trail.decisions.Add(Flat(line));
-        }
-        if (facts && !Trim(text).empty()) facts->UserMessage(text);
-        break;
+  std::string_view text = m.text;
+  if (m.content_form == ContentForm::kParts) {
+    plain = m.PlainText();
+    text = plain;
+  }
+  switch (m.role) {
+    case Role::kUser: {
+      ScanTextPaths(text, o.text_window_bytes, trail);
+      const std::string_view head = text.substr(0, std::min(text.size(), o.scan_window_bytes));
+      size_t pos = 0;
+      while ((pos = NextCandidate(head, pos, kDecisionWords)) < head.size()) {
+        const std::string_view line = LineAround(head, pos, &pos);
+        if (IsDecisionLine(line)) trail.decisions.Add(Flat(line));
       }
-      case Role::kAssistant: {
-        ScanTextPaths(text, o.text_window_bytes, trail);
+      if (facts && !Trim(text).empty()) facts->UserMessage(text);
+      break;
+    }
+    case Role::kAssistant: {
+      ScanTextPaths(text, o.text_window_bytes, trail);
+      size_t pos = 0;
+      const unsigned set = facts ? kColon | kDecisionWords : kDecisionWords;
+      while ((pos = NextCandidate(text, pos, set)) < text.size()) {
+        if (text[pos] == ':' && !KeyMarkerColon(text, pos)) {
+          ++pos;
+          continue;
+        }
+        const std::string_view line = LineAround(text, pos, &pos);
+        const bool decision = IsDecisionLine(line);
+        if (decision) trail.decisions.Add(Flat(line));
+        if (facts && (decision || HasKeyMarker(line))) facts->KeyLine(line);
+      }
+      for (const ToolCall& c : m.tool_calls) arguments.Extract(c);
+      break;
+    }
+    case Role::kTool: {
+      if (facts && !Trim(text).empty()) facts->ToolResult(text);
+      // Key lines already inside the summarizer's head of the result are not repeated.
+      const char* const fact_from = text.data() + std::min(text.size(), o.key_lines_from);
+      const auto [head, tail] = HeadAndTail(text, o.scan_window_bytes);
+      const unsigned set = facts ? kColon | kErrorWords : kErrorWords;
+      for (const std::string_view part : {head, tail}) {
         size_t pos = 0;
-        const unsigned set = facts ? kColon | kDecisionWords : kDecisionWords;
-        while ((pos = NextCandidate(text, pos, set)) < text.size()) {
-          if (text[pos] == ':' && !KeyMarkerColon(text, pos)) {
+        while ((pos = NextCandidate(part, pos, set)) < part.size()) {
+          if (part[pos] == ':' ? !KeyMarkerColon(part, pos) : !ErrorWordAt(part, pos)) {
             ++pos;
             continue;
           }
-          const std::string_view line = LineAround(text, pos, &pos);
-          const bool decision = IsDecisionLine(line);
-          if (decision) trail.decisions.Add(Flat(line));
-          if (facts && (decision || HasKeyMarker(line))) facts->KeyLine(line);
+          const std::string_view line = LineAround(part, pos, &pos);
+          if (IsErrorLine(line)) trail.errors.Add(Flat(line));
+          if (facts && line.data() >= fact_from && HasKeyMarker(line)) facts->KeyLine(line);
         }
-        for (const ToolCall& c : m.tool_calls) arguments.Extract(c);
-        break;
       }
-      case Role::kTool: {
-        if (facts && !Trim(text).empty()) facts->ToolResult(text);
-        // Key lines already inside the summarizer's head of the result are not repeated.
-        const char* const fact_from = text.data() + std::min(text.size(), o.key_lines_from);
-        const auto [head, tail] = HeadAndTail(text, o.scan_window_bytes);
-        const unsigned set = facts ? kColon | kErrorWords : kErrorWords;
-        for (const std::string_view part : {head, tail}) {
-          size_t pos = 0;
-          while ((pos = NextCandidate(part, pos, set)) < part.size()) {
-            if (part[pos] == ':' ? !KeyMarkerColon(part, pos) : !ErrorWordAt(part, pos)) {
-              ++pos;
-              continue;
-            }
-            const std::string_view line = LineAround(part, pos, &pos);
-            if (IsErrorLine(line)) trail.errors.Add(Flat(line));
-            if (facts && line.data() >= fact_from && HasKeyMarker(line)) facts->KeyLine(line);
-          }
-        }
-        break;
-      }
-      case Role::kSystem:
-        break;
+      break;
     }
+    case Role::kSystem:
+      break;
   }
-}
-
-ArtifactTrail ExtractArtifacts(std::span<const StoredMessage> messages) {
-  TrailBuilder trail;
-  ExtractInto(messages, ArtifactOptions{}, trail, nullptr);
-  return trail.Build();
 }
 
 std::string ArtifactsToJson(const ArtifactTrail& t) {

@@ -35,8 +35,7 @@ std::string ArtifactsToJson(const ArtifactTrail& trail);
 // is a JSON object.
 Result<ArtifactTrail> ArtifactsFromJson(std::string_view json);
 
-// The trail of a stretch of messages (system messages are ignored).
-ArtifactTrail ExtractArtifacts(std::span<const StoredMessage> messages);
+// The trail of a stretch of messages: ExtractArtifacts in core/message_extract.h.
 // Appends `from`'s items missing from `into`, keeping both orders.
 void MergeArtifacts(ArtifactTrail& into, const ArtifactTrail& from);
 
@@ -95,8 +94,8 @@ class FactSink {
   virtual void KeyLine(std::string_view line) = 0;
 };
 
-// Adds the trail of `messages` (system messages ignored) to `trail`; `facts` may be null.
-void ExtractInto(std::span<const StoredMessage> messages, const ArtifactOptions& options,
-                 TrailBuilder& trail, FactSink* facts);
+// Adds the trail of `m` (nothing for a system message) to `trail`; `facts` may be null.
+void ExtractInto(const Message& m, const ArtifactOptions& options, TrailBuilder& trail,
+                 FactSink* facts);
 
 }  // namespace missy

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "core/summary_text.h"
 #include "core/truncation.h"
@@ -19,34 +17,10 @@ namespace {
 // The items of a summary, and the layout.
 
 struct Pieces {
-  std::vector<std::string> requests;  // oldest first; [0] is the task
-  std::vector<std::string> facts;     // oldest first
+  std::vector<std::string_view> requests;  // oldest first; [0] is the task
+  std::vector<std::string_view> facts;     // oldest first
   std::string prior;
 };
-
-std::string UserRequest(std::string_view text, size_t max_chars) {
-  text = Trim(text);
-  std::string valid;
-  if (InvalidUtf8At(text) != std::string_view::npos) {
-    valid = ToValidUtf8(text);
-    text = valid;
-  }
-  const size_t chars = CodePoints(text);
-  if (chars <= max_chars) return std::string(text);
-  // Middle-out by characters: two thirds head, one third tail.
-  const size_t head_chars = max_chars * 2 / 3, tail_chars = max_chars - head_chars;
-  std::string head = CapChars(text, head_chars);
-  size_t tail_pos = text.size(), skipped = 0;
-  while (skipped < tail_chars && tail_pos > head.size()) {
-    --tail_pos;
-    while (tail_pos > 0 && (static_cast<unsigned char>(text[tail_pos]) & 0xC0) == 0x80) {
-      --tail_pos;
-    }
-    ++skipped;
-  }
-  return head + " […" + std::to_string(chars - head_chars - skipped) + " chars cut…] " +
-         std::string(text.substr(tail_pos));
-}
 
 // A bullet; continuation lines are indented so the text reads back item by item.
 void AppendBullet(std::string& out, std::string_view item) {
@@ -79,7 +53,7 @@ struct Selection {
 };
 
 struct Lists {
-  std::array<const std::vector<std::string>*, kSectionCount> items;
+  std::array<const std::vector<std::string_view>*, kSectionCount> items;
   std::string_view prior;
 };
 
@@ -127,18 +101,22 @@ struct Bounded {
   bool cut = false;
 };
 
-Bounded Bound(const Pieces& p, const TrailBuilder& trail, int64_t budget,
+Bounded Bound(const Pieces& p, const ExtractMerge& trail, int64_t budget,
               const MessageTokenCounter& counter) {
   // The task gets at most half the budget (middle-out cut beyond that).
-  std::vector<std::string> requests = p.requests;
+  std::vector<std::string_view> requests = p.requests;
+  std::string cut_task;
   if (!requests.empty()) {
     const int64_t share = budget / 2 - counter.CountText(kRequestsHeader) - 2;
     if (counter.CountText(requests[0]) > share) {
-      requests[0] = TruncateMiddleOut(requests[0], std::max<int64_t>(share, 1), counter).text;
+      cut_task = TruncateMiddleOut(requests[0], std::max<int64_t>(share, 1), counter).text;
+      requests[0] = cut_task;
     }
   }
-  const Lists lists{{&requests, &p.facts, &trail.files.items(), &trail.commands.items(),
-                     &trail.errors.items(), &trail.decisions.items()},
+  const ItemSet &files_set = trail.list(kExFiles), &commands_set = trail.list(kExCommands),
+                &errors_set = trail.list(kExErrors), &decisions_set = trail.list(kExDecisions);
+  const Lists lists{{&requests, &p.facts, &files_set.items(), &commands_set.items(),
+                     &errors_set.items(), &decisions_set.items()},
                     p.prior};
   Selection sel;
   size_t total_items = 0;
@@ -152,7 +130,7 @@ Bounded Bound(const Pieces& p, const TrailBuilder& trail, int64_t budget,
   int64_t used = 2;  // the omitted-items note, roughly
   auto admit = [&](Section sec, size_t i, int64_t cap) {
     if (sel.keep[sec][i]) return true;
-    const std::string& item = (*lists.items[sec])[i];
+    const std::string_view item = (*lists.items[sec])[i];
     int64_t cost = counter.CountText(item) + (sec == kFiles ? 1 : 2);
     if (!opened[sec]) cost += 3;
     if (used + cost > cap) return false;
@@ -182,9 +160,8 @@ Bounded Bound(const Pieces& p, const TrailBuilder& trail, int64_t budget,
     for (size_t i = n; i > skip_front; --i) order.push_back(i - 1);
     return order;
   };
-  const std::vector<size_t> files = trail.files.ByRecency(), commands = trail.commands.ByRecency(),
-                            errors = trail.errors.ByRecency(),
-                            decisions = trail.decisions.ByRecency();
+  const std::vector<size_t> files = files_set.ByRecency(), commands = commands_set.ByRecency(),
+                            errors = errors_set.ByRecency(), decisions = decisions_set.ByRecency();
   const std::vector<size_t> request_order = newest_first(requests.size(), 1);
   const std::vector<size_t> facts = newest_first(p.facts.size(), 0);
 
@@ -256,7 +233,7 @@ Bounded Bound(const Pieces& p, const TrailBuilder& trail, int64_t budget,
   return out;
 }
 
-ExtractiveSummary Finish(const Pieces& pieces, const TrailBuilder& trail, int64_t source_tokens,
+ExtractiveSummary Finish(const Pieces& pieces, const ExtractMerge& trail, int64_t source_tokens,
                          const ExtractiveOptions& o, const MessageTokenCounter& counter) {
   ExtractiveSummary s;
   s.source_tokens = source_tokens;
@@ -266,68 +243,22 @@ ExtractiveSummary Finish(const Pieces& pieces, const TrailBuilder& trail, int64_
   s.text = std::move(b.text);
   s.tokens = b.tokens;
   s.cut = b.cut;
-  s.artifacts = trail.Build();
+  s.artifacts = trail.Trail();
   return s;
 }
 
-// Collects the requests and facts reported during extraction, deduplicated.
-class PieceCollector final : public FactSink {
- public:
-  PieceCollector(Pieces& pieces, const ExtractiveOptions& o) : p_(pieces), o_(o) {}
-  void UserMessage(std::string_view text) override {
-    std::string r = UserRequest(text, o_.user_message_chars);
-    if (seen_requests_.insert(r).second) p_.requests.push_back(std::move(r));
-  }
-  void ToolResult(std::string_view text) override {
-    line_.assign("[tool] ");
-    AppendOneLine(line_, text, o_.tool_result_chars);
-    AddFact();
-  }
-  void KeyLine(std::string_view line) override {
-    line_.clear();
-    AppendOneLine(line_, line, o_.max_line_chars);
-    AddFact();
-  }
-
- private:
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  void AddFact() {
-    if (line_.empty() || seen_facts_.contains(std::string_view(line_))) return;
-    seen_facts_.insert(line_);
-    p_.facts.push_back(line_);
-  }
-
-  Pieces& p_;
-  const ExtractiveOptions& o_;
-  std::string line_;  // the fact being formatted (reused)
-  std::unordered_set<std::string, Hash, std::equal_to<>> seen_facts_;
-  std::unordered_set<std::string> seen_requests_;
-};
-
-ArtifactOptions TrailOptions(const ExtractiveOptions& o) {
-  ArtifactOptions a;
-  a.max_line_chars = o.max_line_chars;
-  a.command_chars = o.command_chars;
-  a.scan_window_bytes = o.scan_window_bytes;
-  a.key_lines_from = o.tool_result_chars;
-  a.text_window_bytes = o.text_window_bytes;
-  return a;
-}
-
-// Reads a summary text back into requests and facts (CondenseSummaries).
-void ReadBack(std::string_view text, Pieces& p, std::unordered_map<std::string, char>& seen_req,
-              std::unordered_map<std::string, char>& seen_facts, const ExtractiveOptions& o) {
+// Reads a summary text back into requests and facts (CondenseSummaries), deduplicated
+// (first seen wins) in `merge`'s lists, which keep the strings.
+void ReadBack(std::string_view text, ExtractMerge& merge, const ExtractiveOptions& o) {
   enum { kNone, kReq, kFact, kSkip } section = kNone;
-  std::vector<std::string>* current = nullptr;
+  ItemSet* current = nullptr;
   std::string item;
+  auto put = [&](ItemSet& set, std::string s) {
+    const uint64_t hash = ItemHash(s);
+    set.AddIfNew(merge.Keep(std::move(s)), hash);
+  };
   auto flush = [&] {
-    if (current && !item.empty()) {
-      auto& seen = current == &p.requests ? seen_req : seen_facts;
-      if (seen.try_emplace(item, 1).second) current->push_back(item);
-    }
+    if (current && !item.empty()) put(*current, std::move(item));
     item.clear();
   };
   size_t pos = 0;
@@ -344,7 +275,7 @@ void ReadBack(std::string_view text, Pieces& p, std::unordered_map<std::string, 
     if (line.starts_with("- ")) {
       flush();
       if (section == kReq || section == kFact) {
-        current = section == kReq ? &p.requests : &p.facts;
+        current = &merge.list(section == kReq ? kExRequests : kExFacts);
         item = std::string(line.substr(2));
       }
       continue;
@@ -362,8 +293,7 @@ void ReadBack(std::string_view text, Pieces& p, std::unordered_map<std::string, 
       section = kSkip;
     } else if (!Trim(line).empty()) {  // not our layout: each line is a fact
       section = kNone;
-      std::string fact = OneLine(line, o.max_line_chars);
-      if (seen_facts.try_emplace(fact, 1).second) p.facts.push_back(std::move(fact));
+      put(merge.list(kExFacts), OneLine(line, o.max_line_chars));
     }
   }
   flush();
@@ -374,10 +304,11 @@ void ReadBack(std::string_view text, Pieces& p, std::unordered_map<std::string, 
 ExtractiveSummary SummarizeMessages(std::span<const StoredMessage> chunk, std::string_view prior,
                                     const ExtractiveOptions& options,
                                     const MessageTokenCounter& counter) {
-  TrailBuilder trail;
+  ExtractMerge merge(options);
+  merge.AddAll(chunk);
   Pieces pieces;
-  PieceCollector collector(pieces, options);
-  ExtractInto(chunk, TrailOptions(options), trail, &collector);
+  pieces.requests = merge.list(kExRequests).items();
+  pieces.facts = merge.list(kExFacts).items();
   int64_t source = 0;
   for (const StoredMessage& m : chunk) {
     source += m.tokens > 0 ? m.tokens : counter.CountMessage(m.message);
@@ -389,25 +320,29 @@ ExtractiveSummary SummarizeMessages(std::span<const StoredMessage> chunk, std::s
                                      std::max<int64_t>(options.target_tokens / 10, 16), counter)
                        .text;
   }
-  return Finish(pieces, trail, source, options, counter);
+  return Finish(pieces, merge, source, options, counter);
 }
 
 ExtractiveSummary CondenseSummaries(std::span<const ChildSummary> children,
                                     const ExtractiveOptions& options,
                                     const MessageTokenCounter& counter) {
-  TrailBuilder trail;
-  Pieces pieces;
-  std::unordered_map<std::string, char> seen_req, seen_facts;
+  ExtractMerge merge(options);
   int64_t source = 0;
   for (const ChildSummary& c : children) {
     source += c.tokens > 0 ? c.tokens : counter.CountText(c.text);
-    ReadBack(ToValidUtf8(c.text), pieces, seen_req, seen_facts, options);
-    for (const std::string& f : c.artifacts.files) trail.AddFile(f);
-    for (const std::string& x : c.artifacts.commands) trail.commands.Add(ToValidUtf8(x));
-    for (const std::string& x : c.artifacts.errors) trail.errors.Add(ToValidUtf8(x));
-    for (const std::string& x : c.artifacts.decisions) trail.decisions.Add(ToValidUtf8(x));
+    ReadBack(ToValidUtf8(c.text), merge, options);
+    for (const std::string& f : c.artifacts.files) merge.AddFile(f);
+    for (ExtractList l : {kExCommands, kExErrors, kExDecisions}) {
+      const std::vector<std::string>& items = l == kExCommands ? c.artifacts.commands
+                                              : l == kExErrors ? c.artifacts.errors
+                                                               : c.artifacts.decisions;
+      for (const std::string& x : items) merge.list(l).Add(merge.Keep(ToValidUtf8(x)));
+    }
   }
-  return Finish(pieces, trail, source, options, counter);
+  Pieces pieces;
+  pieces.requests = merge.list(kExRequests).items();
+  pieces.facts = merge.list(kExFacts).items();
+  return Finish(pieces, merge, source, options, counter);
 }
 
 }  // namespace missy

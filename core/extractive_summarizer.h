@@ -17,8 +17,10 @@
 // beyond that in head and tail windows (agents such as SWE-agent put tool output in user
 // messages); shell commands ("command"/"cmd" of shell-like tools only, not an editor's
 // sub-command such as str_replace_editor's "view").
-// The trail (ArtifactTrail, ArtifactsToJson/FromJson, ExtractArtifacts, MergeArtifacts) is
-// declared in core/artifact_extraction.h, included here.
+// The trail (ArtifactTrail, ArtifactsToJson/FromJson, MergeArtifacts) is declared in
+// core/artifact_extraction.h; what is read from each message is its extract
+// (core/message_extract.h: made on append and stored, or made here when missing), so a
+// call merges extracts and rescans no text. Both are included here.
 #pragma once
 
 #include <cstddef>
@@ -30,21 +32,13 @@
 
 #include "core/artifact_extraction.h"
 #include "core/message.h"
+#include "core/message_extract.h"
 #include "core/status.h"
 #include "core/token_counter.h"
 
 namespace missy {
 
-struct ExtractiveOptions {
-  int64_t target_tokens = 1200;      // upper bound of the text (1200 leaves, 2000 condensed)
-  size_t user_message_chars = 500;   // user messages up to this many code points verbatim
-  size_t tool_result_chars = 200;    // head of each tool result kept as a "[tool]" fact
-  size_t max_line_chars = 300;       // cap of a fact, error or decision line
-  size_t command_chars = 200;        // cap of a command in the trail
-  size_t scan_window_bytes = 1024;   // tool results are scanned for errors in head+tail
-  size_t text_window_bytes = 16384;  // user/assistant texts over twice this: paths in head+tail
-};
-
+// ExtractiveOptions: core/message_extract.h (the extracts are made with them).
 inline constexpr int64_t kCondensedTargetTokens = 2000;
 
 struct ExtractiveSummary {
@@ -59,7 +53,7 @@ struct ExtractiveSummary {
 
 // A leaf summary of `chunk`. `prior` is the newest earlier summary's text (continuity; may
 // be empty; it is the first thing dropped). A message's tokens are its cached `tokens`,
-// or CountMessage when that is 0.
+// or CountMessage when that is 0; its extract is its `extract` when current, or made here.
 ExtractiveSummary SummarizeMessages(std::span<const StoredMessage> chunk, std::string_view prior,
                                     const ExtractiveOptions& options,
                                     const MessageTokenCounter& counter);

@@ -89,6 +89,9 @@ struct StoredMessage {
   int64_t tokens = 0;         // counted once, on append
   uint32_t flags = kFlagNone;
   Message message;
+  // Its extract (core/message_extract.h), made on append; loaded only for summarizing.
+  // Empty when not loaded or never made: the summarizer then extracts the message itself.
+  std::string extract;
 };
 
 }  // namespace missy

@@ -1,0 +1,127 @@
+// A message's extract (DESIGN.md §5): what the artifact trail and the extractive
+// summarizer take from one message — the files, commands, error lines and decisions it
+// names, and its request or facts already formatted — computed once, on append (as its
+// token count is), and stored beside it. Summarizing a stretch of history then merges
+// small extracts instead of rescanning every text, so a forced compaction over a long
+// session costs little; the summary is the same bytes either way (a message without a
+// current extract is extracted on the spot).
+//
+// The encoding is opaque and versioned: byte 0 is kExtractVersion; then, for each list in
+// ExtractList order, a varint count and the items (varint length, bytes, 8-byte ItemHash);
+// for a trail list with more than one item, the order in which the message last named
+// them (varint indices), which is what recency needs. Pure; no I/O.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/artifact_extraction.h"
+#include "core/message.h"
+
+namespace missy {
+
+struct ExtractiveOptions {
+  int64_t target_tokens = 1200;      // upper bound of the text (1200 leaves, 2000 condensed)
+  size_t user_message_chars = 500;   // user messages up to this many code points verbatim
+  size_t tool_result_chars = 200;    // head of each tool result kept as a "[tool]" fact
+  size_t max_line_chars = 300;       // cap of a fact, error or decision line
+  size_t command_chars = 200;        // cap of a command in the trail
+  size_t scan_window_bytes = 1024;   // tool results are scanned for errors in head+tail
+  size_t text_window_bytes = 16384;  // user/assistant texts over twice this: paths in head+tail
+  // Whether extracts made with these options equal the stored ones (made with the
+  // defaults; target_tokens plays no part in an extract).
+  bool ExtractsMatchDefaults() const;
+};
+
+inline constexpr uint8_t kExtractVersion = 1;
+
+enum ExtractList : uint8_t {
+  kExFiles,
+  kExCommands,
+  kExErrors,
+  kExDecisions,
+  kExRequests,
+  kExFacts
+};
+inline constexpr size_t kExtractLists = 6;
+inline constexpr size_t kExtractTrailLists = 4;  // files, commands, errors, decisions
+
+// A 64-bit hash of an item, the same on every build (it is stored).
+uint64_t ItemHash(std::string_view s);
+
+// The extract of `m` (a system message has an empty one: "\x01" and six zero counts).
+std::string ExtractMessage(const Message& m, const ExtractiveOptions& options = {});
+
+// A user message as a request: trimmed, valid UTF-8, cut middle-out (two thirds head,
+// one third tail) past `max_chars` code points.
+std::string UserRequest(std::string_view text, size_t max_chars);
+
+// A deduplicated list in first-seen order that remembers when each item was last seen,
+// keyed by ItemHash. Holds views: what they point into must outlive it.
+class ItemSet {
+ public:
+  // Adds `item` (or refreshes its recency when present); returns its index.
+  size_t Add(std::string_view item, uint64_t hash);
+  size_t Add(std::string_view item) { return Add(item, ItemHash(item)); }
+  // Adds only when absent (first seen wins, recency untouched); true when added.
+  bool AddIfNew(std::string_view item, uint64_t hash);
+  void Touch(size_t index) { last_seen_[index] = ++clock_; }
+  const std::vector<std::string_view>& items() const { return items_; }
+  // Item indices, most recently seen first.
+  std::vector<size_t> ByRecency() const;
+  std::vector<std::string> Copy() const { return {items_.begin(), items_.end()}; }
+
+ private:
+  size_t Find(std::string_view item, uint64_t hash, bool* found);
+  void Grow();
+
+  std::vector<std::string_view> items_;
+  std::vector<uint64_t> hashes_;
+  std::vector<uint64_t> last_seen_;
+  std::vector<uint32_t> slots_;  // index + 1; 0 = empty
+  uint64_t clock_ = 0;
+};
+
+// The lists of a stretch of messages, merged from their extracts in order: the trail
+// lists with recency, requests and facts first-seen. Messages without a current extract
+// (or any, when the options differ from the stored ones) are extracted here.
+class ExtractMerge {
+ public:
+  explicit ExtractMerge(const ExtractiveOptions& options) : options_(options) {}
+  void Add(const StoredMessage& m);
+  void AddAll(std::span<const StoredMessage> messages);
+  const ItemSet& list(ExtractList l) const { return lists_[l]; }
+  ItemSet& list(ExtractList l) { return lists_[l]; }
+  ArtifactTrail Trail() const;
+  // Keeps `s` alive as long as the merge (for views of strings made by the caller).
+  std::string_view Keep(std::string s);
+  // Adds a path to the files list as the extraction would (skipped, false, when empty,
+  // over 256 bytes or not UTF-8).
+  bool AddFile(std::string_view path);
+
+  struct DecodedItem {
+    std::string_view text;
+    uint64_t hash = 0;
+  };
+
+ private:
+  bool Apply(std::string_view extract);  // false: not a current extract (nothing added)
+
+  ExtractiveOptions options_;
+  ItemSet lists_[kExtractLists];
+  std::deque<std::string> owned_;  // extracts made here, strings kept for callers
+  // Scratch of Apply, reused.
+  std::vector<DecodedItem> decoded_[kExtractLists];
+  std::vector<uint32_t> orders_[kExtractTrailLists];
+  std::vector<size_t> indices_;
+};
+
+// The trail of a stretch of messages (system messages are ignored), from their extracts.
+ArtifactTrail ExtractArtifacts(std::span<const StoredMessage> messages);
+
+}  // namespace missy
