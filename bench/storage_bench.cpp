@@ -124,8 +124,8 @@ struct AppendResult {
   double msgs_per_s = 0;
   double calls_per_s = 0;
   double p50_ms = 0, p99_ms = 0;
-  double avg_group = 0;       // write calls per committed transaction
-  double cpu_us_per_msg = 0;  // process CPU (all threads) per acknowledged message
+  double avg_group = 0;          // write calls per committed transaction
+  double cpu_us_per_msg = 0;     // process CPU (all threads) per acknowledged message
   double writer_us_per_msg = 0;  // the writer thread's CPU per message (the serial part)
   double commit_ms = 0;          // average COMMIT (WAL fsync) time per transaction
   int64_t messages = 0;
@@ -191,7 +191,7 @@ AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_
       while (!stop.load(std::memory_order_relaxed)) {
         std::vector<missy::NewMessage> b;
         for (int k = 0; k < batch; ++k)
-          b.push_back(missy::NewMessage{corpus[next++ % corpus.size()], 50, 0});
+          b.push_back(missy::NewMessage{corpus[next++ % corpus.size()], 50, 0, {}});
         auto t0 = Clock::now();
         auto r = stores.messages.Append(session, std::move(b), NowMs());
         auto t1 = Clock::now();
@@ -253,9 +253,9 @@ AppendResult RunAppends(const std::string& dir, int writers, int batch, int max_
   r.cpu_us_per_msg_indexed =
       r.messages > 0 ? cpu_indexed * 1e6 / static_cast<double>(r.messages) : 0;
   r.index_transactions = stats.index_transactions;
-  r.writer_us_per_msg = r.messages > 0 ? static_cast<double>(stats.writer_cpu_us) /
-                                             static_cast<double>(r.messages)
-                                       : 0;
+  r.writer_us_per_msg =
+      r.messages > 0 ? static_cast<double>(stats.writer_cpu_us) / static_cast<double>(r.messages)
+                     : 0;
   r.commit_ms = stats.transactions > 0 ? static_cast<double>(stats.commit_us_total) / 1e3 /
                                              static_cast<double>(stats.transactions)
                                        : 0;
@@ -282,7 +282,7 @@ void SearchBench(const std::string& dir, const Corpus& corpus, int total_message
       std::vector<missy::NewMessage> batch;
       for (int k = 0; k < 500 && done + k < per_session; ++k) {
         batch.push_back(
-            missy::NewMessage{corpus.trajectory[rng() % corpus.trajectory.size()], 50, 0});
+            missy::NewMessage{corpus.trajectory[rng() % corpus.trajectory.size()], 50, 0, {}});
       }
       if (!stores.messages.Append(session.id, std::move(batch), NowMs()).ok()) std::exit(1);
     }
@@ -452,9 +452,8 @@ int main(int argc, char** argv) {
           "%8lld %9.1f %12.1f\n",
           row.mode, row.trajectory ? "trajectory" : "chat", row.writers, row.batch, r.msgs_per_s,
           r.calls_per_s, r.p50_ms, r.p99_ms, r.avg_group, r.cpu_us_per_msg, r.writer_us_per_msg,
-          r.commit_ms,
-          static_cast<long long>(r.backlog), static_cast<long long>(r.index_transactions),
-          r.catch_up_ms, r.cpu_us_per_msg_indexed);
+          r.commit_ms, static_cast<long long>(r.backlog),
+          static_cast<long long>(r.index_transactions), r.catch_up_ms, r.cpu_us_per_msg_indexed);
       std::fflush(stdout);
     }
   }

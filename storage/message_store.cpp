@@ -48,14 +48,15 @@ Result<StoredMessage> FromRow(const Statement& s, std::string_view session_id) {
   return out;
 }
 
-// Steps `q` (selecting kColumns) to the end.
+// Steps `q` (selecting kColumns, then the extract when `extracts`) to the end.
 Status CollectMessages(Statement& q, std::string_view session_id, std::string_view what,
-                       std::vector<StoredMessage>& out) {
+                       std::vector<StoredMessage>& out, bool extracts = false) {
   for (;;) {
     MISSY_ASSIGN_NEXT(row, q, what);
     if (!row) return Status::Ok();
     auto m = FromRow(q, session_id);
     if (!m.ok()) return m.status();
+    if (extracts) m->extract = std::string(q.BlobView(9));
     out.push_back(std::move(*m));
   }
 }
@@ -123,8 +124,8 @@ Result<std::vector<StoredMessage>> MessageStore::Append(Txn& txn, std::string_vi
   stored.reserve(batch.rows_.size());
   MISSY_ASSIGN_STMT(insert, c,
                     "INSERT INTO messages (session_id, seq, role, content, tool_calls, "
-                    "tool_call_id, name, created_at_ms, tokens, flags, text) "
-                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+                    "tool_call_id, name, created_at_ms, tokens, flags, text, extract) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
   for (EncodedBatch::Row& row : batch.rows_) {
     ++seq;
     Message& m = row.source.message;
@@ -144,14 +145,17 @@ Result<std::vector<StoredMessage>> MessageStore::Append(Txn& txn, std::string_vi
         .Bind(8, now_ms)
         .Bind(9, row.source.tokens)
         .Bind(10, static_cast<int64_t>(row.source.flags))
-        .BindStatic(11, text);
+        .BindStatic(11, text)
+        .BindBlobStaticOrNull(12, row.source.extract);
     Status st = insert.Run();
     insert.Reset();  // drops the bindings of this row's text before it moves
     if (!st.ok()) {
       return Status(st.code(),
                     "append to session '" + std::string(session_id) + "': " + st.message());
     }
-    stored.push_back(StoredMessage{seq, now_ms, row.source.tokens, row.source.flags, std::move(m)});
+    // The extract stays behind: what a caller caches of the message does not hold it.
+    stored.push_back(
+        StoredMessage{seq, now_ms, row.source.tokens, row.source.flags, std::move(m), {}});
   }
   return stored;
 }
@@ -180,6 +184,21 @@ Result<std::vector<StoredMessage>> MessageStore::Load(std::string_view session_i
             " FROM messages WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3");
     q.Bind(1, session_id).Bind(2, after_seq).Bind(3, limit > 0 ? limit : int64_t{-1});
     MISSY_RETURN_IF_ERROR(CollectMessages(q, session_id, LoadWhat(session_id), out));
+    return out.empty() ? SessionMustExist(c, session_id) : Status::Ok();
+  }));
+  return out;
+}
+
+Result<std::vector<StoredMessage>> MessageStore::LoadWithExtracts(std::string_view session_id,
+                                                                  int64_t after_seq) {
+  std::vector<StoredMessage> out;
+  MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
+    MISSY_ASSIGN_STMT(
+        q, c,
+        std::string("SELECT ") + kColumns +
+            ", extract FROM messages WHERE session_id = ?1 AND seq > ?2 ORDER BY seq");
+    q.Bind(1, session_id).Bind(2, after_seq);
+    MISSY_RETURN_IF_ERROR(CollectMessages(q, session_id, LoadWhat(session_id), out, true));
     return out.empty() ? SessionMustExist(c, session_id) : Status::Ok();
   }));
   return out;

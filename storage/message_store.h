@@ -58,6 +58,10 @@ class MessageStore {
   // kNotFound for an unknown session.
   Result<std::vector<StoredMessage>> Load(std::string_view session_id, int64_t after_seq = 0,
                                           int64_t limit = 0);
+  // As Load, with each message's stored extract (empty when it has none): what the
+  // summarizer reads. Other loads leave extracts out (caches do not hold them).
+  Result<std::vector<StoredMessage>> LoadWithExtracts(std::string_view session_id,
+                                                      int64_t after_seq = 0);
   // The messages with these seqs, in ascending seq order, each once; seqs that are not
   // stored are left out. kNotFound for an unknown session.
   Result<std::vector<StoredMessage>> Load(std::string_view session_id,

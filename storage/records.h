@@ -21,6 +21,7 @@ struct NewMessage {
   Message message;
   int64_t tokens = 0;
   uint32_t flags = kFlagNone;
+  std::string extract;  // core/message_extract.h; empty: stored as NULL
 };
 
 // What a history cache keeps of a stored message: everything but its content.

@@ -221,11 +221,19 @@ ALTER TABLE sessions ADD COLUMN summarizer_provider TEXT NOT NULL DEFAULT '';
 ALTER TABLE sessions ADD COLUMN anchor_summaries INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 7: each message's extract (core/message_extract.h: what the summarizer takes
+// from it, made on append). NULL for rows written before: they are extracted when
+// summarized.
+constexpr std::string_view kMigration7 = R"sql(
+ALTER TABLE messages ADD COLUMN extract BLOB;
+)sql";
+
 }  // namespace
 
 const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> kMigrations = {kMigration1, kMigration2, kMigration3,
-                                                            kMigration4, kMigration5, kMigration6};
+                                                            kMigration4, kMigration5, kMigration6,
+                                                            kMigration7};
   return kMigrations;
 }
 

@@ -86,6 +86,12 @@ Statement& Statement::BindStatic(int index, std::string_view value) {
   return *this;
 }
 
+Statement& Statement::BindBlobStaticOrNull(int index, std::string_view value) {
+  if (value.empty()) return BindNull(index);
+  sqlite3_bind_blob64(stmt_, index, value.data(), value.size(), SQLITE_STATIC);
+  return *this;
+}
+
 Statement& Statement::BindNull(int index) {
   sqlite3_bind_null(stmt_, index);
   return *this;
@@ -118,6 +124,12 @@ std::string Statement::Text(int col) const { return std::string(TextView(col)); 
 
 std::string_view Statement::TextView(int col) const {
   const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+  if (p == nullptr) return {};
+  return std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+}
+
+std::string_view Statement::BlobView(int col) const {
+  const auto* p = static_cast<const char*>(sqlite3_column_blob(stmt_, col));
   if (p == nullptr) return {};
   return std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
 }

@@ -53,6 +53,8 @@ class Statement {
   // rebound or destroyed (for large message text bound from a batch the caller owns).
   Statement& BindStatic(int index, std::string_view value);
   Statement& BindNull(int index);
+  // A BLOB bound without copying (as BindStatic); NULL when `value` is empty.
+  Statement& BindBlobStaticOrNull(int index, std::string_view value);
   // NULL when `value` is empty (optional TEXT columns such as a memory item's session).
   Statement& BindOrNull(int index, std::string_view value);
 
@@ -70,6 +72,8 @@ class Statement {
   std::string Text(int col) const;
   // The column's bytes, valid until the next step or reset (no copy).
   std::string_view TextView(int col) const;
+  // A BLOB column's bytes, valid until the next step or reset (no copy); empty for NULL.
+  std::string_view BlobView(int col) const;
 
  private:
   friend class Connection;

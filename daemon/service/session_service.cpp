@@ -5,6 +5,7 @@
 #include <memory>
 #include <span>
 
+#include "core/message_extract.h"
 #include "daemon/audit/audit_bus.h"
 #include "daemon/service/counting.h"
 #include "daemon/service/history_cache.h"
@@ -73,10 +74,10 @@ void SessionService::Create(Session session, std::optional<bool> strict, Done<Se
       config->providers.count(session.summarizer_provider) == 0) {
     std::string known;
     for (const auto& [name, p] : config->providers) known += (known.empty() ? "" : ", ") + name;
-    return done(Status::InvalidArgument("no provider '" + session.summarizer_provider +
-                                            "' under providers (configured: " +
-                                            (known.empty() ? "none" : known) + ")",
-                                        "summarizer.provider"));
+    return done(Status::InvalidArgument(
+        "no provider '" + session.summarizer_provider +
+            "' under providers (configured: " + (known.empty() ? "none" : known) + ")",
+        "summarizer.provider"));
   }
   session.strict = strict.value_or(config->strict);
   session.created_at_ms = session.updated_at_ms = deps_.clock->NowMs();
@@ -173,13 +174,19 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
   const bool strict = request.strict.value_or(session->strict);
   auto config = deps_.config->Get();
   const MessageTokenCounter counter = CounterFor(*config, deps_.tokenizers, *session);
-  // Counting is the expensive part: done here, before the session's queue.
+  // Counting and extracting (what the summarizer will take of each message) are the
+  // expensive part: done here, before the session's queue.
   std::vector<int64_t> tokens(request.messages.size());
-  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = counter.CountMessage(request.messages[i]);
+  std::vector<std::string> extracts(request.messages.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = counter.CountMessage(request.messages[i]);
+    extracts[i] = ExtractMessage(request.messages[i]);
+  }
 
   struct State {
     AppendRequest request;
     std::vector<int64_t> tokens;
+    std::vector<std::string> extracts;
     std::shared_ptr<const DaemonConfig> config;
     MessageTokenCounter counter;
     bool strict = false;
@@ -188,9 +195,10 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
     AppendValidation validation;
     std::vector<StoredMessage> stored;
   };
-  auto state = std::make_shared<State>(State{{}, {}, config, counter, {}, {}, {}, {}, {}});
+  auto state = std::make_shared<State>(State{{}, {}, {}, config, counter, {}, {}, {}, {}, {}});
   state->request = std::move(request);
   state->tokens = std::move(tokens);
+  state->extracts = std::move(extracts);
   state->strict = strict;
   state->encoding = counter.counter().Name();
   state->done = std::move(done);
@@ -238,6 +246,7 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
           int64_t total = 0;
           for (size_t i = 0; i < batch.size(); ++i) {
             batch[i].tokens = state->tokens[i];
+            batch[i].extract = std::move(state->extracts[i]);
             batch[i].flags = state->validation.flags[i];
             if (i < state->request.pinned.size() && state->request.pinned[i]) {
               batch[i].flags |= kFlagPinned;

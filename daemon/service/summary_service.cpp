@@ -48,7 +48,7 @@ Result<UncoveredHistory> SummaryService::LoadUncovered(const std::string& sessio
     if (s.parent_id.empty()) out.uncondensed.push_back(std::move(s));
   }
   Result<std::vector<StoredMessage>> messages =
-      deps_.stores->messages.Load(session_id, out.covered_through_seq, 0);
+      deps_.stores->messages.LoadWithExtracts(session_id, out.covered_through_seq);
   if (!messages.ok()) return messages.status();
   out.messages = std::move(*messages);
   return out;

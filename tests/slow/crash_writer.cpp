@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
         for (int k = 0; k <= i % 3; ++k) {
           std::string text =
               "r" + run + "-" + session + "-" + std::to_string(i) + "-" + std::to_string(k);
-          batch.push_back(missy::NewMessage{missy::Message::User(text), 3, 0});
+          batch.push_back(missy::NewMessage{missy::Message::User(text), 3, 0, {}});
         }
         auto r = stores.messages.Append(session, std::move(batch), i);
         if (!r.ok()) {

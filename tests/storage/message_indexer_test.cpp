@@ -48,8 +48,8 @@ TEST(DeferredIndexTest, SearchUnderConcurrentAppendsSeesEverythingAcknowledgedBe
       const std::string session = "w" + std::to_string(w);
       for (int i = 0; i < kPerWriter; ++i) {
         const std::string word = "tok" + std::to_string(w) + "q" + std::to_string(i);
-        auto r =
-            db->messages.Append(session, {NewMessage{Message::User("common " + word), 2, 0}}, i);
+        auto r = db->messages.Append(session,
+                                     {NewMessage{Message::User("common " + word), 2, 0, {}}}, i);
         if (!r.ok()) {
           ++failures;
           continue;
@@ -88,7 +88,7 @@ TEST(DeferredIndexTest, AnIdleWriterIndexesThePendingMessagesInBatches) {
   ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
   std::vector<NewMessage> batch;
   for (int i = 0; i < 1000; ++i)
-    batch.push_back(NewMessage{Message::User("row " + std::to_string(i) + " koala"), 2, 0});
+    batch.push_back(NewMessage{Message::User("row " + std::to_string(i) + " koala"), 2, 0, {}});
   ASSERT_TRUE(db->messages.Append("s", std::move(batch), 1).ok());
   // No search: the writer indexes on its own once idle.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -112,7 +112,7 @@ TEST(DeferredIndexTest, UpdatesAndDeletesOfPendingAndIndexedRowsStayInSync) {
   ASSERT_TRUE(db);
   ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
   ASSERT_TRUE(
-      db->messages.Append("s", {NewMessage{Message::User("indexed walrus"), 2, 0}}, 1).ok());
+      db->messages.Append("s", {NewMessage{Message::User("indexed walrus"), 2, 0, {}}}, 1).ok());
   SearchOptions o;
   o.query = "walrus";
   ASSERT_EQ(Search(*db.db, o)->size(), 1u);  // caught up: row 1 is indexed
@@ -148,7 +148,7 @@ TEST(DeferredIndexTest, UpdatesAndDeletesOfPendingAndIndexedRowsStayInSync) {
       "DELETE FROM messages WHERE id = 4; UPDATE sessions SET last_seq = 4, message_count = 2;");
   o.query = "ibis";
   EXPECT_TRUE(Search(*db.db, o)->empty());
-  auto r = db->messages.Append("s", {NewMessage{Message::User("reused puffin"), 2, 0}}, 3);
+  auto r = db->messages.Append("s", {NewMessage{Message::User("reused puffin"), 2, 0, {}}}, 3);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(RawQuery(path, "SELECT id FROM messages WHERE seq = 5"),
             "3");  // max(id) + 1, below the watermark
@@ -180,7 +180,7 @@ TEST(DeferredIndexTest, MigrationFromVersion3KeepsTheIndexAndIndexesNewRows) {
             "3");
   auto db = OpenDbOrDie(path);
   ASSERT_TRUE(db);
-  EXPECT_EQ(db.db->SchemaVersion(), 6);
+  EXPECT_EQ(db.db->SchemaVersion(), 7);
   EXPECT_EQ(Watermark(path), "3");  // everything the trigger indexed
   EXPECT_EQ(
       RawQuery(
@@ -190,7 +190,8 @@ TEST(DeferredIndexTest, MigrationFromVersion3KeepsTheIndexAndIndexesNewRows) {
   SearchOptions o;
   o.query = "impala";
   EXPECT_EQ(MessageIds(*Search(*db.db, o)), (std::vector<std::string>{"old:2"}));
-  ASSERT_TRUE(db->messages.Append("old", {NewMessage{Message::User("new oryx"), 2, 0}}, 2).ok());
+  ASSERT_TRUE(
+      db->messages.Append("old", {NewMessage{Message::User("new oryx"), 2, 0, {}}}, 2).ok());
   o.query = "oryx";
   EXPECT_EQ(MessageIds(*Search(*db.db, o)), (std::vector<std::string>{"old:4"}));
   o.query = "old";
@@ -210,7 +211,7 @@ TEST(DeferredIndexTest, ReadOnlySearchStillFindsPendingMessages) {
     ASSERT_TRUE(db);
     ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
     ASSERT_TRUE(
-        db->messages.Append("s", {NewMessage{Message::User("indexed bison"), 2, 0}}, 1).ok());
+        db->messages.Append("s", {NewMessage{Message::User("indexed bison"), 2, 0, {}}}, 1).ok());
   }
   RawExec(path,
           "INSERT INTO messages (session_id, seq, role, content, created_at_ms, text) VALUES "
@@ -244,7 +245,8 @@ TEST(DeferredIndexTest, TheBacklogIsBoundedUnderContinuousWrites) {
   ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
   for (int call = 0; call < 40; ++call) {
     std::vector<NewMessage> batch;
-    for (int k = 0; k < 10; ++k) batch.push_back(NewMessage{Message::User("busy marmot"), 2, 0});
+    for (int k = 0; k < 10; ++k)
+      batch.push_back(NewMessage{Message::User("busy marmot"), 2, 0, {}});
     ASSERT_TRUE(db->messages.Append("s", std::move(batch), call).ok());
     const int64_t backlog = std::stoll(MaxMessageId(path)) - std::stoll(Watermark(path));
     EXPECT_LE(backlog, 50 + 10 + 10) << "after call " << call;  // bound + one write + the next one
@@ -269,7 +271,8 @@ TEST(DeferredIndexTest, AFullDiskDoesNotHideMessagesFromSearch) {
   ASSERT_TRUE(db);
   std::vector<NewMessage> rows;
   for (int i = 0; i < 30; ++i)
-    rows.push_back(NewMessage{Message::User("quokka " + std::string(1500, 'a' + i % 26)), 2, 0});
+    rows.push_back(
+        NewMessage{Message::User("quokka " + std::string(1500, 'a' + i % 26)), 2, 0, {}});
   int appended = 0;
   for (const NewMessage& m : rows) {  // fill the file until it refuses
     if (!db->messages.Append("s", {m}, 1).ok()) break;

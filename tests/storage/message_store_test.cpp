@@ -17,6 +17,7 @@ namespace {
 using ::missy::testing::MakeSession;
 using ::missy::testing::New;
 using ::missy::testing::OpenDbOrDie;
+using ::missy::testing::RawQuery;
 using ::missy::testing::TempDir;
 
 // The four shapes a message can take: string, parts with an image, null content with
@@ -100,6 +101,39 @@ TEST(MessageStoreTest, LoadMessagesHonoursAfterSeqAndLimit) {
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
   EXPECT_EQ(db->messages.Load("nope").status().code(), StatusCode::kNotFound);
+}
+
+TEST(MessageStoreTest, ExtractsAreStoredAndLoadedOnlyForTheSummarizer) {
+  TempDir dir;
+  const std::string path = dir.Join("m.db");
+  // Bytes of every value (an extract is binary: NULs, high bytes).
+  const std::string extract = std::string("\x01\x00\xff\x80 bytes", 10);
+  {
+    auto db = OpenDbOrDie(path);
+    ASSERT_TRUE(db->sessions.Create(MakeSession("s")).ok());
+    NewMessage with = New(Message::User("has one"));
+    with.extract = extract;
+    auto stored = db->messages.Append("s", {std::move(with), New(Message::User("has none"))}, 1);
+    ASSERT_TRUE(stored.ok());
+    EXPECT_TRUE((*stored)[0].extract.empty());  // what callers cache holds no extract
+  }
+  auto db = OpenDbOrDie(path);
+  auto plain = db->messages.Load("s");
+  ASSERT_TRUE(plain.ok());
+  ASSERT_EQ(plain->size(), 2u);
+  EXPECT_TRUE((*plain)[0].extract.empty());
+  auto full = db->messages.LoadWithExtracts("s");
+  ASSERT_TRUE(full.ok());
+  ASSERT_EQ(full->size(), 2u);
+  EXPECT_EQ((*full)[0].extract, extract);
+  EXPECT_EQ((*full)[0].message.text, "has one");
+  EXPECT_EQ((*full)[1].extract, "");  // stored as NULL
+  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM messages WHERE extract IS NULL"), "1");
+  auto after = db->messages.LoadWithExtracts("s", 1);
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->size(), 1u);
+  EXPECT_EQ((*after)[0].seq, 2);
+  EXPECT_EQ(db->messages.LoadWithExtracts("nope").status().code(), StatusCode::kNotFound);
 }
 
 TEST(MessageStoreTest, ReopenKeepsSessionsMessagesAndSeq) {

@@ -31,18 +31,21 @@ class SearchTest : public ::testing::Test {
     ASSERT_TRUE(db_);
     ASSERT_TRUE(db_->sessions.Create(SimpleSession("alpha")).ok());
     ASSERT_TRUE(db_->sessions.Create(SimpleSession("beta")).ok());
-    ASSERT_TRUE(db_->messages
-                    .Append("alpha",
-                            {NewMessage{Message::User("the deploy script failed on staging"), 8, 0},
-                             NewMessage{Message::Assistant("I will check the nginx config"), 8, 0}},
-                            10)
-                    .ok());
+    ASSERT_TRUE(
+        db_->messages
+            .Append("alpha",
+                    {NewMessage{Message::User("the deploy script failed on staging"), 8, 0, {}},
+                     NewMessage{Message::Assistant("I will check the nginx config"), 8, 0, {}}},
+                    10)
+            .ok());
     ASSERT_TRUE(db_->messages
                     .Append("beta",
-                            {NewMessage{Message::User("rotate the postgres password"), 6, 0},
+                            {NewMessage{Message::User("rotate the postgres password"), 6, 0, {}},
                              NewMessage{Message::ToolResult(
                                             "c1", "nginx: configuration file test is successful"),
-                                        9, 0}},
+                                        9,
+                                        0,
+                                        {}}},
                             11)
                     .ok());
     MemoryItem global;
@@ -147,11 +150,12 @@ TEST_F(SearchTest, CommonWordsDoNotJoinTheAllWordsQuery) {
   ASSERT_TRUE(db_->sessions.Create(SimpleSession("noisy")).ok());
   std::vector<NewMessage> batch;
   for (int i = 0; i < 5100; ++i) {
-    batch.push_back(NewMessage{Message::User("status update " + std::to_string(i)), 3, 0});
+    batch.push_back(NewMessage{Message::User("status update " + std::to_string(i)), 3, 0, {}});
   }
   ASSERT_TRUE(db_->messages.Append("noisy", std::move(batch), 12).ok());
   ASSERT_TRUE(
-      db_->messages.Append("alpha", {NewMessage{Message::User("the quokka migration"), 3, 0}}, 13)
+      db_->messages
+          .Append("alpha", {NewMessage{Message::User("the quokka migration"), 3, 0, {}}}, 13)
           .ok());
   SearchOptions o;
   o.memory = false;
@@ -170,7 +174,9 @@ TEST_F(SearchTest, SnippetsAreBounded) {
                                             "one two three four five six seven eight nine ten "
                                             "eleven twelve thirteen kubernetes fourteen fifteen "
                                             "sixteen seventeen eighteen nineteen twenty"),
-                              30, 0}},
+                              30,
+                              0,
+                              {}}},
                   20)
           .ok());
   SearchOptions o;
@@ -293,7 +299,7 @@ TEST_F(SearchTest, AnAppendedMessageIsFoundByTheVeryNextSearch) {
   for (int i = 0; i < 40; ++i) {
     const std::string word = "zebra" + std::to_string(i) + "x";
     auto r = db_->messages.Append(
-        "alpha", {NewMessage{Message::User("a " + word + " was seen"), 3, 0}}, 20 + i);
+        "alpha", {NewMessage{Message::User("a " + word + " was seen"), 3, 0, {}}}, 20 + i);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     SearchOptions o;
     o.query = word;

@@ -49,13 +49,14 @@ TEST(SessionDeleteTest, RemovesTheSessionAndWhatBelongsToItOnly) {
   ASSERT_TRUE(db->sessions.Create(SimpleSession("beta")).ok());
   ASSERT_TRUE(db->messages
                   .Append("alpha",
-                          {NewMessage{Message::User("the walrus deploy failed"), 5, 0},
-                           NewMessage{Message::Assistant("checking walrus logs"), 4, 0},
-                           NewMessage{Message::User("and the otter service too"), 5, 0}},
+                          {NewMessage{Message::User("the walrus deploy failed"), 5, 0, {}},
+                           NewMessage{Message::Assistant("checking walrus logs"), 4, 0, {}},
+                           NewMessage{Message::User("and the otter service too"), 5, 0, {}}},
                           10)
                   .ok());
   ASSERT_TRUE(
-      db->messages.Append("beta", {NewMessage{Message::User("beta talks about walrus"), 5, 0}}, 11)
+      db->messages
+          .Append("beta", {NewMessage{Message::User("beta talks about walrus"), 5, 0, {}}}, 11)
           .ok());
   MemoryItem scoped;
   scoped.text = "alpha walrus memory";
@@ -124,14 +125,14 @@ TEST(SessionDeleteTest, UnindexedMessagesGoWithoutTouchingTheIndexAndIdsAreReuse
   ASSERT_TRUE(db->sessions.Create(SimpleSession("keep")).ok());
   ASSERT_TRUE(db->sessions.Create(SimpleSession("drop")).ok());
   ASSERT_TRUE(
-      db->messages.Append("keep", {NewMessage{Message::User("indexed heron"), 2, 0}}, 1).ok());
+      db->messages.Append("keep", {NewMessage{Message::User("indexed heron"), 2, 0, {}}}, 1).ok());
   ASSERT_EQ(HitIds(*db.db, "heron"), (std::vector<std::string>{"message/keep:1"}));
   ASSERT_EQ(Watermark(path), "1");
   // Pending rows (ids 2-3) of the session that goes, and they are the highest ids.
   ASSERT_TRUE(db->messages
                   .Append("drop",
-                          {NewMessage{Message::User("pending lynx"), 2, 0},
-                           NewMessage{Message::User("pending ibis"), 2, 0}},
+                          {NewMessage{Message::User("pending lynx"), 2, 0, {}},
+                           NewMessage{Message::User("pending ibis"), 2, 0, {}}},
                           2)
                   .ok());
   ASSERT_EQ(Watermark(path), "1");
@@ -145,7 +146,8 @@ TEST(SessionDeleteTest, UnindexedMessagesGoWithoutTouchingTheIndexAndIdsAreReuse
 
   // The next rows reuse ids 2-3 (above the watermark: pending, indexed on search).
   ASSERT_TRUE(db->sessions.Create(SimpleSession("drop")).ok());  // same id, fresh session
-  auto again = db->messages.Append("drop", {NewMessage{Message::User("reborn puffin"), 2, 0}}, 3);
+  auto again =
+      db->messages.Append("drop", {NewMessage{Message::User("reborn puffin"), 2, 0, {}}}, 3);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ((*again)[0].seq, 1);  // seqs start over with the new session
   EXPECT_EQ(RawQuery(path, "SELECT id FROM messages WHERE session_id = 'drop'"), "2");
@@ -160,7 +162,7 @@ TEST(SessionDeleteTest, UnindexedMessagesGoWithoutTouchingTheIndexAndIdsAreReuse
   ExpectIndexConsistent(path);
   EXPECT_TRUE(HitIds(*db.db, "puffin").empty());
   ASSERT_TRUE(
-      db->messages.Append("keep", {NewMessage{Message::User("late gannet"), 2, 0}}, 4).ok());
+      db->messages.Append("keep", {NewMessage{Message::User("late gannet"), 2, 0, {}}}, 4).ok());
   EXPECT_EQ(RawQuery(path, "SELECT id FROM messages WHERE text = 'late gannet'"), "2");
   EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'gannet'"),
             "1");  // indexed by the trigger, before any search

@@ -75,7 +75,7 @@ inline Session MakeSession(std::string id, int64_t now_ms = 1000) {
 }
 
 inline NewMessage New(Message m, int64_t tokens = 7, uint32_t flags = kFlagNone) {
-  return NewMessage{std::move(m), tokens, flags};
+  return NewMessage{std::move(m), tokens, flags, {}};
 }
 
 // Runs SQL directly on the file, outside the storage API (to tamper, or to build fixtures).
@@ -144,7 +144,7 @@ class TwelveMessagesTest : public ::testing::Test {
     ASSERT_TRUE(db_->sessions.Create(SimpleSession("s")).ok());
     std::vector<NewMessage> batch;
     for (int i = 1; i <= 12; ++i) {
-      batch.push_back(NewMessage{Message::User("message " + std::to_string(i)), 10, 0});
+      batch.push_back(NewMessage{Message::User("message " + std::to_string(i)), 10, 0, {}});
     }
     ASSERT_TRUE(db_->messages.Append("s", std::move(batch), 100).ok());
   }

@@ -5,11 +5,13 @@
 #include "daemon/service/summarization_service.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <chrono>
 #include <set>
 #include <thread>
 
+#include "core/message_extract.h"
 #include "service_fixture.h"
 
 namespace missy::testing {
@@ -204,6 +206,40 @@ TEST_F(SummarizationTest, EachStoredSummaryRenewsTheJobsLease) {
   Result<std::optional<Job>> again = stores_->jobs.Claim(clock_.NowMs() + 1, 1000);
   ASSERT_TRUE(again.ok());
   EXPECT_FALSE(again->has_value());  // still leased to the run
+}
+
+// Appends store each message's extract; rows without one (written before extracts
+// existed) are extracted when summarized, into the same summaries.
+TEST_F(SummarizationTest, RowsWithoutExtractsSummarizeLikeRowsWithThem) {
+  for (const char* id : {"with", "without"}) {
+    ASSERT_TRUE(Create(id).ok());
+    ASSERT_TRUE(Append(id, ErrorRounds(1, 40)).status.ok());
+  }
+  Result<std::vector<StoredMessage>> loaded = stores_->messages.LoadWithExtracts("with");
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 160u);
+  for (const StoredMessage& m : *loaded) EXPECT_EQ(m.extract, ExtractMessage(m.message));
+  Close();
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(db_path().c_str(), &raw), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(raw, "UPDATE messages SET extract = NULL WHERE session_id = 'without'",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    EXPECT_EQ(sqlite3_changes(raw), 160);
+    sqlite3_close(raw);
+  }
+  Open();
+  ASSERT_TRUE(Run("with").ok());
+  ASSERT_TRUE(Run("without").ok());
+  const std::vector<SummaryRecord> a = All("with"), b = All("without");
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_GE(a.size(), 4u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].content, b[i].content) << "summary " << i;
+    EXPECT_EQ(a[i].artifacts_json, b[i].artifacts_json) << "summary " << i;
+    EXPECT_EQ(a[i].first_seq, b[i].first_seq);
+  }
 }
 
 TEST_F(SummarizationTest, AnUnknownSessionIsNotFound) {
