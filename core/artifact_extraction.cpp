@@ -47,6 +47,20 @@ bool RecentSet::Refresh(std::string_view item) {
   return true;
 }
 
+void RecentSet::Clear() {
+  items_.clear();
+  last_seen_.clear();
+  index_.clear();
+  clock_ = 0;
+}
+
+void TrailBuilder::Clear() {
+  files.Clear();
+  commands.Clear();
+  errors.Clear();
+  decisions.Clear();
+}
+
 void TrailBuilder::AddFile(std::string_view p) {
   if (p.empty() || p.size() > kMaxPathBytes || files.Refresh(p)) return;
   if (InvalidUtf8At(p) != std::string_view::npos) return;  // not a path we can quote

@@ -65,6 +65,7 @@ class RecentSet {
   const std::vector<std::string>& items() const { return items_; }
   // Item indices, most recently seen first.
   std::vector<size_t> ByRecency() const;
+  void Clear();  // empty again, keeping its memory for reuse
 
  private:
   std::vector<std::string> items_;
@@ -81,6 +82,7 @@ struct TrailBuilder {
   RecentSet files, commands, errors, decisions;
   void AddFile(std::string_view path);  // skipped when empty, too long or not UTF-8
   ArtifactTrail Build() const;
+  void Clear();
 };
 
 // Receives, during ExtractInto, what the summarizer may keep as facts and requests.

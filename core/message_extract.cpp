@@ -28,6 +28,10 @@ ArtifactOptions TrailOptions(const ExtractiveOptions& o) {
 class Recorder final : public FactSink {
  public:
   explicit Recorder(const ExtractiveOptions& o) : o_(o) {}
+  void Clear() {
+    requests.clear();
+    facts.clear();
+  }
   void UserMessage(std::string_view text) override {
     Put(requests, UserRequest(text, o_.user_message_chars));
   }
@@ -147,10 +151,23 @@ std::string UserRequest(std::string_view text, size_t max_chars) {
          std::string(text.substr(tail_pos));
 }
 
-std::string ExtractMessage(const Message& m, const ExtractiveOptions& options) {
+struct MessageExtractor::Scratch {
+  explicit Scratch(const ExtractiveOptions& o) : recorder(o) {}
   TrailBuilder trail;
-  Recorder recorder(options);
-  ExtractInto(m, TrailOptions(options), trail, &recorder);
+  Recorder recorder;
+};
+
+MessageExtractor::MessageExtractor(const ExtractiveOptions& options)
+    : options_(options), scratch_(std::make_unique<Scratch>(options_)) {}
+
+MessageExtractor::~MessageExtractor() = default;
+
+std::string MessageExtractor::Extract(const Message& m) {
+  TrailBuilder& trail = scratch_->trail;
+  Recorder& recorder = scratch_->recorder;
+  trail.Clear();
+  recorder.Clear();
+  ExtractInto(m, TrailOptions(options_), trail, &recorder);
   std::string out(1, static_cast<char>(kExtractVersion));
   PutTrailList(out, trail.files);
   PutTrailList(out, trail.commands);
@@ -159,6 +176,10 @@ std::string ExtractMessage(const Message& m, const ExtractiveOptions& options) {
   PutList(out, recorder.requests);
   PutList(out, recorder.facts);
   return out;
+}
+
+std::string ExtractMessage(const Message& m, const ExtractiveOptions& options) {
+  return MessageExtractor(options).Extract(m);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -262,7 +283,8 @@ bool Decode(std::string_view in, std::vector<DecodedItem> (&lists)[kExtractLists
 void ExtractMerge::Add(const StoredMessage& m) {
   if (m.message.role == Role::kSystem) return;
   if (!m.extract.empty() && options_.ExtractsMatchDefaults() && Apply(m.extract)) return;
-  owned_.push_back(ExtractMessage(m.message, options_));
+  if (!extractor_) extractor_ = std::make_unique<MessageExtractor>(options_);
+  owned_.push_back(extractor_->Extract(m.message));
   Apply(owned_.back());
 }
 

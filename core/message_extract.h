@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -56,6 +57,19 @@ uint64_t ItemHash(std::string_view s);
 
 // The extract of `m` (a system message has an empty one: "\x01" and six zero counts).
 std::string ExtractMessage(const Message& m, const ExtractiveOptions& options = {});
+
+// Makes extracts one after another, reusing its buffers (what ExtractMessage does once).
+class MessageExtractor {
+ public:
+  explicit MessageExtractor(const ExtractiveOptions& options);
+  ~MessageExtractor();
+  std::string Extract(const Message& m);
+
+ private:
+  struct Scratch;
+  ExtractiveOptions options_;
+  std::unique_ptr<Scratch> scratch_;
+};
 
 // A user message as a request: trimmed, valid UTF-8, cut middle-out (two thirds head,
 // one third tail) past `max_chars` code points.
@@ -114,7 +128,8 @@ class ExtractMerge {
 
   ExtractiveOptions options_;
   ItemSet lists_[kExtractLists];
-  std::deque<std::string> owned_;  // extracts made here, strings kept for callers
+  std::deque<std::string> owned_;                // extracts made here, strings kept for callers
+  std::unique_ptr<MessageExtractor> extractor_;  // made for the first message without one
   // Scratch of Apply, reused.
   std::vector<DecodedItem> decoded_[kExtractLists];
   std::vector<uint32_t> orders_[kExtractTrailLists];
