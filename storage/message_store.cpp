@@ -190,14 +190,15 @@ Result<std::vector<StoredMessage>> MessageStore::Load(std::string_view session_i
 }
 
 Result<std::vector<StoredMessage>> MessageStore::LoadWithExtracts(std::string_view session_id,
-                                                                  int64_t after_seq) {
+                                                                  int64_t after_seq,
+                                                                  int64_t limit) {
   std::vector<StoredMessage> out;
   MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
-    MISSY_ASSIGN_STMT(
-        q, c,
-        std::string("SELECT ") + kColumns +
-            ", extract FROM messages WHERE session_id = ?1 AND seq > ?2 ORDER BY seq");
-    q.Bind(1, session_id).Bind(2, after_seq);
+    MISSY_ASSIGN_STMT(q, c,
+                      std::string("SELECT ") + kColumns +
+                          ", extract FROM messages WHERE session_id = ?1 AND seq > ?2 ORDER BY "
+                          "seq LIMIT ?3");
+    q.Bind(1, session_id).Bind(2, after_seq).Bind(3, limit > 0 ? limit : int64_t{-1});
     MISSY_RETURN_IF_ERROR(CollectMessages(q, session_id, LoadWhat(session_id), out, true));
     return out.empty() ? SessionMustExist(c, session_id) : Status::Ok();
   }));
@@ -226,9 +227,12 @@ Result<std::vector<StoredMessage>> MessageStore::Load(std::string_view session_i
 }
 
 Result<std::vector<StoredMessage>> MessageStore::LoadRange(std::string_view session_id,
-                                                           int64_t first_seq, int64_t last_seq) {
+                                                           int64_t first_seq, int64_t last_seq,
+                                                           bool with_extracts) {
   if (last_seq < first_seq) return std::vector<StoredMessage>{};
-  return Load(session_id, first_seq - 1, last_seq - first_seq + 1);
+  const int64_t n = last_seq - first_seq + 1;
+  return with_extracts ? LoadWithExtracts(session_id, first_seq - 1, n)
+                       : Load(session_id, first_seq - 1, n);
 }
 
 Result<std::vector<MessageMeta>> MessageStore::LoadMeta(std::string_view session_id,

@@ -61,14 +61,15 @@ class MessageStore {
   // As Load, with each message's stored extract (empty when it has none): what the
   // summarizer reads. Other loads leave extracts out (caches do not hold them).
   Result<std::vector<StoredMessage>> LoadWithExtracts(std::string_view session_id,
-                                                      int64_t after_seq = 0);
+                                                      int64_t after_seq = 0, int64_t limit = 0);
   // The messages with these seqs, in ascending seq order, each once; seqs that are not
   // stored are left out. kNotFound for an unknown session.
   Result<std::vector<StoredMessage>> Load(std::string_view session_id,
                                           const std::vector<int64_t>& seqs);
-  // Messages first_seq..last_seq (inclusive), in seq order.
+  // Messages first_seq..last_seq (inclusive), in seq order; with their extracts when
+  // `with_extracts` (a summarization chunk).
   Result<std::vector<StoredMessage>> LoadRange(std::string_view session_id, int64_t first_seq,
-                                               int64_t last_seq);
+                                               int64_t last_seq, bool with_extracts = false);
   // Everything but the content of messages with seq > after_seq, in seq order (for a
   // memory-bounded history cache). kNotFound for an unknown session.
   Result<std::vector<MessageMeta>> LoadMeta(std::string_view session_id, int64_t after_seq = 0);

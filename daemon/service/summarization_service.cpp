@@ -58,8 +58,8 @@ Result<SummaryRecord> Store(const ServiceDeps& deps, const SummarizeRequest& req
     Result<SummaryRecord> r = deps.stores->summaries.Insert(txn, record);
     if (!r.ok()) return r.status();
     if (request.job_id > 0 && request.lease_ms > 0) {
-      MISSY_RETURN_IF_ERROR(deps.stores->jobs.ExtendLease(
-          txn, request.job_id, deps.clock->NowMs() + request.lease_ms));
+      MISSY_RETURN_IF_ERROR(deps.stores->jobs.ExtendLease(txn, request.job_id,
+                                                          deps.clock->NowMs() + request.lease_ms));
     }
     stored = std::move(*r);
     detail.Add("summary_id", stored.id);
@@ -190,7 +190,7 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     who.job_id = request.job_id;
     who.session_id = id;
     who.backend = selected.requested;
-    who.provider = !session->summarizer_provider.empty() ? session->summarizer_provider
+    who.provider = !session->summarizer_provider.empty()       ? session->summarizer_provider
                    : !cfg->summarizer_backend.provider.empty() ? cfg->summarizer_backend.provider
                                                                : cfg->default_provider;
     who.model = session->model;
@@ -214,7 +214,8 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
   for (const LeafChunk& c : chunks) {
     const int64_t started = NowSteadyMs();
     const int64_t first = plan_input[c.begin].seq, last = plan_input[c.end - 1].seq;
-    Result<std::vector<StoredMessage>> rows = deps_.stores->messages.LoadRange(id, first, last);
+    Result<std::vector<StoredMessage>> rows =
+        deps_.stores->messages.LoadRange(id, first, last, /*with_extracts=*/true);
     if (!rows.ok()) return rows.status();
     // The prior summary gives an llm continuity (the extractive backend ignores it).
     BackendSummary sum = selected.backend->Leaf(*rows, prior, options.leaf_target_tokens, counter);

@@ -242,6 +242,37 @@ TEST_F(SummarizationTest, RowsWithoutExtractsSummarizeLikeRowsWithThem) {
   }
 }
 
+// The run reads the stored extracts (it does not extract the texts again): an extract
+// planted in the row shows in the summary's trail.
+TEST_F(SummarizationTest, ARunReadsTheStoredExtracts) {
+  ASSERT_TRUE(Create("s").ok());
+  ASSERT_TRUE(Append("s", ErrorRounds(1, 40)).status.ok());
+  Close();
+  {
+    const std::string planted = ExtractMessage(Message::User("see src/planted_marker.py"));
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(db_path().c_str(), &raw), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(
+        sqlite3_prepare_v2(raw, "UPDATE messages SET extract = ?1 WHERE seq = 2", -1, &st, nullptr),
+        SQLITE_OK);
+    sqlite3_bind_blob(st, 1, planted.data(), static_cast<int>(planted.size()), SQLITE_TRANSIENT);
+    EXPECT_EQ(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(raw);
+  }
+  Open();
+  ASSERT_TRUE(Run("s").ok());
+  const std::vector<SummaryRecord> all = All("s");
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all.front().first_seq, 1);
+  EXPECT_NE(all.front().artifacts_json.find("src/planted_marker.py"), std::string::npos)
+      << all.front().artifacts_json;
+  for (const StoredMessage& m : Stored("s")) {
+    EXPECT_EQ(m.message.PlainText().find("planted"), std::string::npos);  // only the extract
+  }
+}
+
 TEST_F(SummarizationTest, AnUnknownSessionIsNotFound) {
   Result<SummarizeOutcome> out = Run("ghost");
   EXPECT_EQ(out.status().code(), StatusCode::kNotFound);
