@@ -1,0 +1,198 @@
+// End-to-end forced compaction (issue 10): a real missyd, a 10,000-message session built
+// from the real trajectories (repeated in order), then one POST /v1/sessions/{id}/compact
+// timed from request to answer: planning, loading the chunks with their extracts, every
+// leaf and condensed summary, each committed with its coverage and audit events, and the
+// next context. Twice: with the extractive backend, and with the llm backend against a
+// fake OpenAI-compatible provider on loopback that answers at once (what is left is the
+// daemon's own cost: the transcript, the HTTP exchange, counting, the trail, commits).
+// Against Missy's compact_session, about 100 ms on this data size (target ≤ 5 ms).
+//
+// The sessions are created with a huge context_window so that appending does not queue
+// background summarization; the compaction asks for a 200,000-token window (leaf chunks
+// of 20,000 tokens). With such a session window every leaf fits half the history budget,
+// so nothing is condensed: the figure is the leaves'. The audit log's
+// summarization.completed events (MISSY_BENCH_KEEP_HOME=1 keeps the home) give each
+// summary's own duration, apart from its commit.
+//
+// Usage: compaction_bench PATH_TO_MISSYD [--messages N]
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "bench_daemon.h"
+#include "provider/fake_provider_server.h"
+
+namespace json = boost::json;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr double kMissyMs = 100.0;
+constexpr double kTargetMs = 5.0;
+
+// The trajectories' messages, in file order (system messages left out).
+std::vector<json::value> LoadTrajectories() {
+  const std::filesystem::path dir = MISSY_SOURCE_DIR "/../shared/data/trajectories";
+  std::vector<std::filesystem::path> files;
+  if (std::filesystem::is_directory(dir)) {
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (e.path().extension() == ".jsonl") files.push_back(e.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<json::value> out;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    for (std::string line; std::getline(in, line);) {
+      boost::system::error_code ec;
+      json::value v = json::parse(line, ec);
+      if (ec || !v.is_object()) continue;
+      const json::string* role =
+          v.as_object().if_contains("role") ? v.as_object().at("role").if_string() : nullptr;
+      if (role == nullptr || *role == "system") continue;
+      out.push_back(std::move(v));
+    }
+  }
+  return out;
+}
+
+std::string Config(const std::string& provider_url) {
+  std::string yaml = R"(providers:
+  fake:
+    model: gpt-test
+    base_url: PROVIDER_URL
+    api_key: sk-bench
+context:
+  log_level: warn
+  message_threshold: 100000000
+)";
+  yaml.replace(yaml.find("PROVIDER_URL"), 12, provider_url);
+  return yaml;
+}
+
+struct Outcome {
+  bool ok = false;
+  double ms = 0;
+  int64_t leaves = 0, condensed = 0, covered = 0, before = 0, after = 0, used = 0;
+  std::string backend, stopped;
+};
+
+Outcome Compact(missy::UnixHttpConnection& conn, const std::string& id) {
+  Outcome out;
+  const auto t0 = Clock::now();
+  auto r =
+      conn.Call("POST", "/v1/sessions/" + id + "/compact",
+                R"({"reason":"bench","context_window":200000,"max_output_tokens":4000})", 300s);
+  out.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  if (!r.ok() || r->status != 200) {
+    std::fprintf(stderr, "compact %s failed: %s\n", id.c_str(),
+                 r.ok() ? r->body.c_str() : r.status().ToString().c_str());
+    return out;
+  }
+  const json::value v = json::parse(r->body);
+  const json::object& c = v.at("compaction").as_object();
+  out.leaves = c.at("leaves").to_number<int64_t>();
+  out.condensed = c.at("condensed").to_number<int64_t>();
+  out.covered = c.at("messages_covered").to_number<int64_t>();
+  out.before = c.at("tokens_before").to_number<int64_t>();
+  out.after = c.at("tokens_after").to_number<int64_t>();
+  out.backend = json::value_to<std::string>(c.at("backend"));
+  out.stopped = json::value_to<std::string>(c.at("stopped"));
+  out.used = v.at("budget").at("used_tokens").to_number<int64_t>();
+  out.ok = true;
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s PATH_TO_MISSYD [--messages N]\n", argv[0]);
+    return 2;
+  }
+  size_t messages = 10000;
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--messages") == 0 && i + 1 < argc) messages = std::stoul(argv[++i]);
+  }
+  const std::vector<json::value> source = LoadTrajectories();
+  if (source.empty()) {
+    std::fprintf(stderr, "no trajectories under %s/../shared/data/trajectories\n",
+                 MISSY_SOURCE_DIR);
+    return 1;
+  }
+  // An instant provider: every request gets a short checkpoint at once.
+  std::vector<missy::provider_test::Reply> script(
+      4000, missy::provider_test::Json(
+                200, missy::provider_test::OpenAiAnswer(
+                         // Inserted into the JSON as it is: newlines escaped.
+                         "## Goal\\nFix the failing tests.\\n## Progress\\nRead the sources, "
+                         "ran the tests.\\n## Next\\nEdit the parser and run the tests again.")));
+  missy::provider_test::FakeProviderServer provider(std::move(script));
+  missy::bench::BenchDaemon daemon;
+  if (!daemon.Start(argv[1], Config(provider.Url("/v1")), "/var/tmp")) return 1;
+  missy::UnixHttpConnection conn;
+  if (missy::Status st = conn.Connect(daemon.socket()); !st.ok()) {
+    std::fprintf(stderr, "connect: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  std::printf(
+      "Forced compaction of a %zu-message session over the socket (real missyd, disk "
+      "under /var/tmp)\n",
+      messages);
+  std::printf("%-11s %9s %7s %9s %8s %11s %9s %9s %8s\n", "backend", "ms", "leaves", "condensed",
+              "covered", "tokens", "after", "next ctx", "vs 100ms");
+  int status = 0;
+  for (const char* backend : {"extractive", "llm"}) {
+    const std::string id = std::string("compact-") + backend;
+    json::object session{{"id", id},
+                         {"system_prompt", "You are a coding agent."},
+                         {"context_window", int64_t{1} << 30},
+                         {"summarizer", json::object{{"backend", backend}, {"provider", "fake"}}}};
+    auto created = conn.Call("POST", "/v1/sessions", json::serialize(session));
+    if (!created.ok() || created->status != 201) {
+      std::fprintf(stderr, "create failed: %s\n",
+                   created.ok() ? created->body.c_str() : created.status().ToString().c_str());
+      return 1;
+    }
+    for (size_t appended = 0; appended < messages;) {
+      json::array batch;
+      while (appended < messages && batch.size() < 1000) {
+        batch.push_back(source[appended % source.size()]);
+        ++appended;
+      }
+      auto r = conn.Call("POST", "/v1/sessions/" + id + "/messages",
+                         json::serialize(json::object{{"messages", batch}}), 120s);
+      if (!r.ok() || r->status != 200) {
+        std::fprintf(stderr, "append failed: %s\n",
+                     r.ok() ? r->body.c_str() : r.status().ToString().c_str());
+        return 1;
+      }
+    }
+    const Outcome o = Compact(conn, id);
+    if (!o.ok) {
+      status = 1;
+      continue;
+    }
+    std::printf("%-11s %9.1f %7lld %9lld %8lld %11lld %9lld %9lld %7.2fx%s%s\n", backend, o.ms,
+                static_cast<long long>(o.leaves), static_cast<long long>(o.condensed),
+                static_cast<long long>(o.covered), static_cast<long long>(o.before),
+                static_cast<long long>(o.after), static_cast<long long>(o.used), kMissyMs / o.ms,
+                o.backend == backend ? "" : (" wrote: " + o.backend).c_str(),
+                o.stopped.empty() ? "" : (" stopped: " + o.stopped).c_str());
+    if (o.leaves == 0) status = 1;
+  }
+  std::printf("provider requests: %zu on %d connections\n", provider.requests().size(),
+              provider.connections());
+  std::printf("target: <= %.1f ms (Missy's compact_session about %.0f ms)\n", kTargetMs, kMissyMs);
+  if (!daemon.alive()) {
+    std::fprintf(stderr, "missyd died:\n%s\n", daemon.Log().c_str());
+    return 1;
+  }
+  return status;
+}
