@@ -20,6 +20,10 @@ namespace missy {
 namespace {
 
 constexpr int64_t kMinChunkTokens = 500;  // below this a summary saves too little
+// Leaves are committed in batches of at most this many, and at least this often, so a
+// long run does not wait for one fsync per leaf, and contexts still see progress soon.
+constexpr size_t kLeafBatch = 16;
+constexpr int64_t kLeafBatchMs = 250;
 
 int64_t NowSteadyMs() {
   using namespace std::chrono;
@@ -51,24 +55,50 @@ AuditDetail& AddBackend(AuditDetail& detail, const SelectedBackend& selected,
 
 // Stores `record` with its audit event (and the job's renewed lease) in one transaction;
 // returns it as stored.
-Result<SummaryRecord> Store(const ServiceDeps& deps, const SummarizeRequest& request,
-                            const SummaryRecord& record, AuditDetail detail) {
-  SummaryRecord stored;
+// A summary written, waiting for its commit.
+struct PendingSummary {
+  SummaryRecord record;
+  AuditDetail detail;
+  BackendSummary sum;  // for the metrics and the outcome (text moved into the record)
+  int64_t messages = 0;
+};
+
+// Commits `batch` in one transaction: each summary with its coverage and its
+// summarization.completed event, and the job's lease renewed once. All or none.
+Result<std::vector<SummaryRecord>> Store(const ServiceDeps& deps, const SummarizeRequest& request,
+                                         std::vector<PendingSummary>& batch) {
+  std::vector<SummaryRecord> stored;
   Status st = deps.db->Write([&](Txn& txn) -> Status {
-    Result<SummaryRecord> r = deps.stores->summaries.Insert(txn, record);
-    if (!r.ok()) return r.status();
+    stored.clear();
+    for (PendingSummary& p : batch) {
+      Result<SummaryRecord> r = deps.stores->summaries.Insert(txn, p.record);
+      if (!r.ok()) return r.status();
+      AuditDetail detail = p.detail;
+      detail.Add("summary_id", r->id);
+      MISSY_RETURN_IF_ERROR(
+          deps.audit->Append(txn, AuditRecord{"summarization.completed", "context", "allow",
+                                              p.record.session_id, std::move(detail)}));
+      stored.push_back(std::move(*r));
+    }
     if (request.job_id > 0 && request.lease_ms > 0) {
       MISSY_RETURN_IF_ERROR(deps.stores->jobs.ExtendLease(txn, request.job_id,
                                                           deps.clock->NowMs() + request.lease_ms));
     }
-    stored = std::move(*r);
-    detail.Add("summary_id", stored.id);
-    return deps.audit->Append(txn, AuditRecord{"summarization.completed", "context", "allow",
-                                               record.session_id, std::move(detail)});
+    return Status::Ok();
   });
   if (!st.ok()) return st;
-  SearchableChanged(deps, stored.session_id);
+  if (!stored.empty()) SearchableChanged(deps, stored.front().session_id);
   return stored;
+}
+
+Result<SummaryRecord> Store(const ServiceDeps& deps, const SummarizeRequest& request,
+                            const SummaryRecord& record, AuditDetail detail) {
+  std::vector<PendingSummary> one(1);
+  one[0].record = record;
+  one[0].detail = std::move(detail);
+  Result<std::vector<SummaryRecord>> stored = Store(deps, request, one);
+  if (!stored.ok()) return stored.status();
+  return std::move(stored->front());
 }
 
 }  // namespace
@@ -210,13 +240,36 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
                                     .Add("leaf_chunks", chunks.size())
                                     .Add("backend", selected.requested)});
 
-  // Leaves, oldest first; each continues the one before it.
+  // Leaves, oldest first; each continues the one before it. They are committed in
+  // batches (one transaction each: a crash loses at most a batch, never part of one).
+  std::vector<PendingSummary> pending;
+  int64_t pending_since = 0;
+  auto flush = [&]() -> Status {
+    if (pending.empty()) return Status::Ok();
+    Result<std::vector<SummaryRecord>> stored = Store(deps_, request, pending);
+    if (!stored.ok()) return stored.status();
+    for (size_t i = 0; i < pending.size(); ++i) {
+      const PendingSummary& p = pending[i];
+      if (!p.sum.fallback.empty()) ++out.fallbacks;
+      CountSummary(deps_, p.sum, "leaf");
+      ++out.leaves;
+      out.messages_covered += p.messages;
+      out.tokens_before += p.sum.source_tokens;
+      out.tokens_after += p.sum.tokens;
+      out.summary_ids.push_back((*stored)[i].id);
+    }
+    pending.clear();
+    return Status::Ok();
+  };
   for (const LeafChunk& c : chunks) {
     const int64_t started = NowSteadyMs();
     const int64_t first = plan_input[c.begin].seq, last = plan_input[c.end - 1].seq;
     Result<std::vector<StoredMessage>> rows =
         deps_.stores->messages.LoadRange(id, first, last, /*with_extracts=*/true);
-    if (!rows.ok()) return rows.status();
+    if (!rows.ok()) {
+      (void)flush();  // what is done stays done
+      return rows.status();
+    }
     // The prior summary gives an llm continuity (the extractive backend ignores it).
     BackendSummary sum = selected.backend->Leaf(*rows, prior, options.leaf_target_tokens, counter);
     if (!sum.Shrinks()) {
@@ -224,10 +277,11 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
                     " is not smaller than its " + std::to_string(sum.source_tokens) + " tokens";
       break;
     }
-    SummaryRecord record;
+    PendingSummary p;
+    SummaryRecord& record = p.record;
     record.session_id = id;
     record.depth = 0;
-    record.content = sum.text;
+    record.content = std::move(sum.text);
     record.tokens = sum.tokens;
     record.first_seq = first;
     record.last_seq = last;
@@ -236,26 +290,24 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     record.descendant_count = static_cast<int64_t>(rows->size());
     record.artifacts_json = ArtifactsToJson(sum.artifacts);
     record.created_at_ms = deps_.clock->NowMs();
-    AuditDetail detail;
-    detail.Add("job_id", request.job_id)
+    p.detail.Add("job_id", request.job_id)
         .Add("depth", 0)
         .Add("first_seq", first)
         .Add("last_seq", last)
         .Add("messages", rows->size())
         .Add("tokens_before", sum.source_tokens)
         .Add("tokens_after", sum.tokens);
-    AddBackend(detail, selected, sum).Add("duration_ms", NowSteadyMs() - started);
-    Result<SummaryRecord> stored = Store(deps_, request, record, std::move(detail));
-    if (!stored.ok()) return stored.status();
-    if (!sum.fallback.empty()) ++out.fallbacks;
-    CountSummary(deps_, sum, "leaf");
-    ++out.leaves;
-    out.messages_covered += static_cast<int64_t>(rows->size());
-    out.tokens_before += sum.source_tokens;
-    out.tokens_after += sum.tokens;
-    out.summary_ids.push_back(stored->id);
-    prior = std::move(record.content);
+    AddBackend(p.detail, selected, sum).Add("duration_ms", NowSteadyMs() - started);
+    p.messages = static_cast<int64_t>(rows->size());
+    prior = record.content;
+    p.sum = std::move(sum);
+    if (pending.empty()) pending_since = NowSteadyMs();
+    pending.push_back(std::move(p));
+    if (pending.size() >= kLeafBatch || NowSteadyMs() - pending_since >= kLeafBatchMs) {
+      MISSY_RETURN_IF_ERROR(flush());
+    }
   }
+  MISSY_RETURN_IF_ERROR(flush());
 
   // Condense while some depth has condensed_fanout summaries without a parent.
   for (;;) {

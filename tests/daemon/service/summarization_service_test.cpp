@@ -185,9 +185,9 @@ TEST_F(SummarizationTest, AJobQueuedBeforeARestartRunsAfterIt) {
   EXPECT_EQ(jobs->size(), 1u);
 }
 
-// A run renews its job's lease with each summary it stores: a long run that makes
-// progress is not taken for a dead one and claimed again.
-TEST_F(SummarizationTest, EachStoredSummaryRenewsTheJobsLease) {
+// A run renews its job's lease with each batch of summaries it stores: a long run that
+// makes progress is not taken for a dead one and claimed again.
+TEST_F(SummarizationTest, EachCommitOfSummariesRenewsTheJobsLease) {
   ASSERT_TRUE(Create("l").ok());
   ASSERT_TRUE(Append("l", ErrorRounds(1, 40)).status.ok());
   ASSERT_TRUE(stores_->jobs.Enqueue("summarize", "l", "{}", clock_.NowMs()).ok());
@@ -206,6 +206,31 @@ TEST_F(SummarizationTest, EachStoredSummaryRenewsTheJobsLease) {
   Result<std::optional<Job>> again = stores_->jobs.Claim(clock_.NowMs() + 1, 1000);
   ASSERT_TRUE(again.ok());
   EXPECT_FALSE(again->has_value());  // still leased to the run
+}
+
+// Leaves are committed together (up to 16 per transaction), not one fsync each; every
+// leaf still has its own summarization.completed event.
+TEST_F(SummarizationTest, LeavesAreCommittedInBatches) {
+  // No job is queued by the appends (its write would run beside the run measured).
+  SetConfig([](DaemonConfig& c) {
+    c.budget.total = 10'000'000;
+    c.context.message_threshold = 1'000'000;
+  });
+  ASSERT_TRUE(Create("b").ok());
+  ASSERT_TRUE(Append("b", ErrorRounds(1, 40)).status.ok());  // 160 messages
+  const WriterStats before = db_->GetWriterStats();
+  Result<SummarizeOutcome> out = Run("b");
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  const WriterStats after = db_->GetWriterStats();
+  ASSERT_GE(out->leaves, 4);
+  ASSERT_LE(out->leaves, 16);
+  // One transaction for the leaves, one per condensed summary, and the started event.
+  EXPECT_LE(after.writes - before.writes, 2 + out->condensed)
+      << out->leaves << " leaves, " << after.transactions - before.transactions << " transactions";
+  Result<std::vector<AuditEvent>> completed = stores_->audit.Since(0, 0, "summarization.completed");
+  ASSERT_TRUE(completed.ok());
+  EXPECT_EQ(static_cast<int64_t>(completed->size()), out->leaves + out->condensed);
+  EXPECT_EQ(static_cast<int64_t>(out->summary_ids.size()), out->leaves + out->condensed);
 }
 
 // Appends store each message's extract; rows without one (written before extracts
