@@ -26,6 +26,7 @@
 
 #include "bench_daemon.h"
 #include "provider/fake_provider_server.h"
+#include "trajectory_files.h"
 
 namespace json = boost::json;
 using Clock = std::chrono::steady_clock;
@@ -38,14 +39,7 @@ constexpr double kTargetMs = 5.0;
 
 // The trajectories' messages, in file order (system messages left out).
 std::vector<json::value> LoadTrajectories() {
-  const std::filesystem::path dir = MISSY_SOURCE_DIR "/../shared/data/trajectories";
-  std::vector<std::filesystem::path> files;
-  if (std::filesystem::is_directory(dir)) {
-    for (const auto& e : std::filesystem::directory_iterator(dir)) {
-      if (e.path().extension() == ".jsonl") files.push_back(e.path());
-    }
-  }
-  std::sort(files.begin(), files.end());
+  const std::vector<std::filesystem::path> files = missy::bench::TrajectoryFiles();
   std::vector<json::value> out;
   for (const auto& f : files) {
     std::ifstream in(f);

@@ -24,6 +24,7 @@
 #include "core/extractive_summarizer.h"
 #include "core/groups.h"
 #include "core/message_json.h"
+#include "trajectory_files.h"
 
 namespace {
 
@@ -39,14 +40,7 @@ constexpr double kTargetMs = 2.3;
 constexpr double kMissyMs = 45.0;
 
 std::vector<Message> LoadTrajectories() {
-  const std::filesystem::path dir = MISSY_SOURCE_DIR "/../shared/data/trajectories";
-  std::vector<std::filesystem::path> files;
-  if (std::filesystem::is_directory(dir)) {
-    for (const auto& e : std::filesystem::directory_iterator(dir)) {
-      if (e.path().extension() == ".jsonl") files.push_back(e.path());
-    }
-  }
-  std::sort(files.begin(), files.end());
+  const std::vector<std::filesystem::path> files = missy::bench::TrajectoryFiles();
   std::vector<Message> out;
   for (const auto& f : files) {
     std::ifstream in(f);

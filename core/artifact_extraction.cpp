@@ -32,11 +32,11 @@ bool RecentSet::Add(std::string_view item) {
   return true;
 }
 
-std::vector<size_t> RecentSet::ByRecency() const {
-  std::vector<size_t> order(items_.size());
+std::vector<size_t> OrderByRecency(const std::vector<uint64_t>& last_seen) {
+  std::vector<size_t> order(last_seen.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return last_seen_[a] > last_seen_[b]; });
+            [&](size_t a, size_t b) { return last_seen[a] > last_seen[b]; });
   return order;
 }
 

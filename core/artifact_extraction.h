@@ -57,6 +57,9 @@ struct ArtifactOptions {
   size_t text_window_bytes = 16384;  // longer user/assistant texts: paths in head+tail windows
 };
 
+// Indices of `last_seen` (a clock value per item), the most recent first.
+std::vector<size_t> OrderByRecency(const std::vector<uint64_t>& last_seen);
+
 // A deduplicated list in first-seen order that remembers when each item was last seen.
 class RecentSet {
  public:
@@ -64,7 +67,7 @@ class RecentSet {
   bool Refresh(std::string_view item);  // Add when present; false (and nothing) when not
   const std::vector<std::string>& items() const { return items_; }
   // Item indices, most recently seen first.
-  std::vector<size_t> ByRecency() const;
+  std::vector<size_t> ByRecency() const { return OrderByRecency(last_seen_); }
   void Clear();  // empty again, keeping its memory for reuse
 
  private:

@@ -233,14 +233,6 @@ bool ItemSet::AddIfNew(std::string_view item, uint64_t hash) {
   return true;
 }
 
-std::vector<size_t> ItemSet::ByRecency() const {
-  std::vector<size_t> order(items_.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return last_seen_[a] > last_seen_[b]; });
-  return order;
-}
-
 // ---------------------------------------------------------------------------------------
 
 namespace {

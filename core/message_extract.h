@@ -87,7 +87,7 @@ class ItemSet {
   void Touch(size_t index) { last_seen_[index] = ++clock_; }
   const std::vector<std::string_view>& items() const { return items_; }
   // Item indices, most recently seen first.
-  std::vector<size_t> ByRecency() const;
+  std::vector<size_t> ByRecency() const { return OrderByRecency(last_seen_); }
   std::vector<std::string> Copy() const { return {items_.begin(), items_.end()}; }
 
  private:
