@@ -239,7 +239,20 @@ namespace {
 
 using DecodedItem = ExtractMerge::DecodedItem;
 
-// Parses an extract whole; false (and `lists` partly filled) when it is not one.
+// Valid UTF-8; ASCII (most items) is checked eight bytes at a time.
+bool ValidUtf8(std::string_view s) {
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);  // any byte order: only the high bits are looked at
+    if ((w & 0x8080808080808080ull) != 0) break;
+  }
+  while (i < s.size() && static_cast<unsigned char>(s[i]) < 0x80) ++i;
+  return i == s.size() || InvalidUtf8At(s.substr(i)) == std::string_view::npos;
+}
+
+// Parses an extract whole; false (and `lists` partly filled) when it is not one, or when
+// an item is not valid UTF-8 (summaries must be).
 bool Decode(std::string_view in, std::vector<DecodedItem> (&lists)[kExtractLists],
             std::vector<uint32_t> (&orders)[kExtractTrailLists]) {
   if (in.empty() || static_cast<uint8_t>(in[0]) != kExtractVersion) return false;
@@ -253,7 +266,9 @@ bool Decode(std::string_view in, std::vector<DecodedItem> (&lists)[kExtractLists
       if (!GetVarint(in, pos, len) || len > in.size() - pos || in.size() - pos - len < 8) {
         return false;
       }
-      lists[l].push_back({in.substr(pos, len), Load64(in.data() + pos + len, 8)});
+      const std::string_view text = in.substr(pos, len);
+      if (!ValidUtf8(text)) return false;  // damaged: its items are not shown
+      lists[l].push_back({text, Load64(in.data() + pos + len, 8)});
       pos += len + 8;
     }
     if (l < kExtractTrailLists) {

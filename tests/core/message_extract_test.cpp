@@ -101,7 +101,12 @@ TEST(MessageExtract, DamagedOrForeignExtractsAreIgnored) {
   for (std::string bad : {std::string("\x02") + good.substr(1),  // another version
                           good.substr(0, good.size() - 3),       // cut short
                           good + "x",                            // trailing bytes
-                          std::string("\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff", 10)}) {
+                          std::string("\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff", 10),
+                          // well formed, but a file that is not UTF-8 (never shown)
+                          std::string("\x01\x01\x03\xff\xfe"
+                                      "A",
+                                      6) +
+                              std::string(8, '\0') + std::string(5, '\0')}) {
     auto msgs = Stored(Sample(), true);
     msgs[0].extract = bad;
     const ExtractiveSummary got = SummarizeMessages(msgs, "", {}, counter);
