@@ -7,7 +7,8 @@ namespace missy {
 
 size_t ApproxBytes(const StoredMessage& m) {
   size_t bytes = sizeof(StoredMessage) + m.message.text.capacity() +
-                 m.message.tool_call_id.capacity() + m.message.name.capacity();
+                 m.message.tool_call_id.capacity() + m.message.name.capacity() +
+                 m.extract.capacity();  // caches hold none; counted should one be there
   for (const ContentPart& p : m.message.parts) {
     bytes += sizeof(ContentPart) + p.text.capacity() + p.image_url.capacity() + p.detail.capacity();
   }
