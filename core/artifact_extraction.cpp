@@ -61,10 +61,14 @@ void TrailBuilder::Clear() {
   decisions.Clear();
 }
 
+bool TrailPath(std::string_view path) {
+  return !path.empty() && path.size() <= kMaxPathBytes &&
+         InvalidUtf8At(path) == std::string_view::npos;
+}
+
 void TrailBuilder::AddFile(std::string_view p) {
-  if (p.empty() || p.size() > kMaxPathBytes || files.Refresh(p)) return;
-  if (InvalidUtf8At(p) != std::string_view::npos) return;  // not a path we can quote
-  files.Add(p);
+  if (files.Refresh(p)) return;  // seen before: it was checked then
+  if (TrailPath(p)) files.Add(p);
 }
 
 ArtifactTrail TrailBuilder::Build() const {

@@ -36,6 +36,7 @@ std::string ArtifactsToJson(const ArtifactTrail& trail);
 Result<ArtifactTrail> ArtifactsFromJson(std::string_view json);
 
 // The trail of a stretch of messages: ExtractArtifacts in core/message_extract.h.
+
 // Appends `from`'s items missing from `into`, keeping both orders.
 void MergeArtifacts(ArtifactTrail& into, const ArtifactTrail& from);
 
@@ -59,6 +60,10 @@ struct ArtifactOptions {
 
 // Indices of `last_seen` (a clock value per item), the most recent first.
 std::vector<size_t> OrderByRecency(const std::vector<uint64_t>& last_seen);
+
+// Whether the trail keeps `path` as a file: not empty, at most 256 bytes, valid UTF-8
+// (a path we can quote).
+bool TrailPath(std::string_view path);
 
 // A deduplicated list in first-seen order that remembers when each item was last seen.
 class RecentSet {

@@ -12,8 +12,6 @@ using namespace extractive;
 
 namespace {
 
-constexpr size_t kMaxPathBytes = 256;  // as TrailBuilder::AddFile
-
 ArtifactOptions TrailOptions(const ExtractiveOptions& o) {
   ArtifactOptions a;
   a.max_line_chars = o.max_line_chars;
@@ -205,15 +203,12 @@ void ItemSet::Grow() {
   }
 }
 
-size_t ItemSet::Add(std::string_view item, uint64_t hash) {
+size_t ItemSet::Insert(std::string_view item, uint64_t hash, bool* added) {
   if ((items_.size() + 1) * 2 > slots_.size()) Grow();
   bool found = false;
   const size_t slot = Find(item, hash, &found);
-  if (found) {
-    const size_t index = slots_[slot] - 1;
-    last_seen_[index] = ++clock_;
-    return index;
-  }
+  *added = !found;
+  if (found) return slots_[slot] - 1;
   slots_[slot] = static_cast<uint32_t>(items_.size() + 1);
   items_.push_back(item);
   hashes_.push_back(hash);
@@ -221,16 +216,17 @@ size_t ItemSet::Add(std::string_view item, uint64_t hash) {
   return items_.size() - 1;
 }
 
+size_t ItemSet::Add(std::string_view item, uint64_t hash) {
+  bool added = false;
+  const size_t index = Insert(item, hash, &added);
+  if (!added) Touch(index);
+  return index;
+}
+
 bool ItemSet::AddIfNew(std::string_view item, uint64_t hash) {
-  if ((items_.size() + 1) * 2 > slots_.size()) Grow();
-  bool found = false;
-  const size_t slot = Find(item, hash, &found);
-  if (found) return false;
-  slots_[slot] = static_cast<uint32_t>(items_.size() + 1);
-  items_.push_back(item);
-  hashes_.push_back(hash);
-  last_seen_.push_back(++clock_);
-  return true;
+  bool added = false;
+  Insert(item, hash, &added);
+  return added;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -238,18 +234,6 @@ bool ItemSet::AddIfNew(std::string_view item, uint64_t hash) {
 namespace {
 
 using DecodedItem = ExtractMerge::DecodedItem;
-
-// Valid UTF-8; ASCII (most items) is checked eight bytes at a time.
-bool ValidUtf8(std::string_view s) {
-  size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, s.data() + i, 8);  // any byte order: only the high bits are looked at
-    if ((w & 0x8080808080808080ull) != 0) break;
-  }
-  while (i < s.size() && static_cast<unsigned char>(s[i]) < 0x80) ++i;
-  return i == s.size() || InvalidUtf8At(s.substr(i)) == std::string_view::npos;
-}
 
 // Parses an extract whole; false (and `lists` partly filled) when it is not one, or when
 // an item is not valid UTF-8 (summaries must be).
@@ -267,7 +251,8 @@ bool Decode(std::string_view in, std::vector<DecodedItem> (&lists)[kExtractLists
         return false;
       }
       const std::string_view text = in.substr(pos, len);
-      if (!ValidUtf8(text)) return false;  // damaged: its items are not shown
+      // damaged: its items are not shown
+      if (InvalidUtf8At(text) != std::string_view::npos) return false;
       lists[l].push_back({text, Load64(in.data() + pos + len, 8)});
       pos += len + 8;
     }
@@ -289,7 +274,7 @@ bool Decode(std::string_view in, std::vector<DecodedItem> (&lists)[kExtractLists
 
 void ExtractMerge::Add(const StoredMessage& m) {
   if (m.message.role == Role::kSystem) return;
-  if (!m.extract.empty() && options_.ExtractsMatchDefaults() && Apply(m.extract)) return;
+  if (!m.extract.empty() && stored_extracts_usable_ && Apply(m.extract)) return;
   if (!extractor_) extractor_ = std::make_unique<MessageExtractor>(options_);
   owned_.push_back(extractor_->Extract(m.message));
   Apply(owned_.back());
@@ -336,8 +321,7 @@ ArtifactTrail ExtractMerge::Trail() const {
 std::string_view ExtractMerge::Keep(std::string s) { return owned_.emplace_back(std::move(s)); }
 
 bool ExtractMerge::AddFile(std::string_view path) {
-  if (path.empty() || path.size() > kMaxPathBytes) return false;
-  if (InvalidUtf8At(path) != std::string_view::npos) return false;
+  if (!TrailPath(path)) return false;
   lists_[kExFiles].Add(Keep(std::string(path)));
   return true;
 }

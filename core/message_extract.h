@@ -92,6 +92,8 @@ class ItemSet {
 
  private:
   size_t Find(std::string_view item, uint64_t hash, bool* found);
+  // The item's index, appended (with `*added`) when absent; recency untouched if present.
+  size_t Insert(std::string_view item, uint64_t hash, bool* added);
   void Grow();
 
   std::vector<std::string_view> items_;
@@ -106,7 +108,8 @@ class ItemSet {
 // (or any, when the options differ from the stored ones) are extracted here.
 class ExtractMerge {
  public:
-  explicit ExtractMerge(const ExtractiveOptions& options) : options_(options) {}
+  explicit ExtractMerge(const ExtractiveOptions& options)
+      : options_(options), stored_extracts_usable_(options.ExtractsMatchDefaults()) {}
   void Add(const StoredMessage& m);
   void AddAll(std::span<const StoredMessage> messages);
   const ItemSet& list(ExtractList l) const { return lists_[l]; }
@@ -114,8 +117,8 @@ class ExtractMerge {
   ArtifactTrail Trail() const;
   // Keeps `s` alive as long as the merge (for views of strings made by the caller).
   std::string_view Keep(std::string s);
-  // Adds a path to the files list as the extraction would (skipped, false, when empty,
-  // over 256 bytes or not UTF-8).
+  // Adds a path to the files list as the extraction would (skipped, false, unless
+  // TrailPath).
   bool AddFile(std::string_view path);
 
   struct DecodedItem {
@@ -127,6 +130,7 @@ class ExtractMerge {
   bool Apply(std::string_view extract);  // false: not a current extract (nothing added)
 
   ExtractiveOptions options_;
+  bool stored_extracts_usable_;  // the options are those stored extracts were made with
   ItemSet lists_[kExtractLists];
   std::deque<std::string> owned_;                // extracts made here, strings kept for callers
   std::unique_ptr<MessageExtractor> extractor_;  // made for the first message without one

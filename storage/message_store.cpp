@@ -75,6 +75,23 @@ std::string LoadWhat(std::string_view session_id) {
   return "load messages of session '" + std::string(session_id) + "'";
 }
 
+// Messages with seq > after_seq in seq order, at most `limit` (0 = all), with their
+// extracts when `extracts`. kNotFound for an unknown session.
+Result<std::vector<StoredMessage>> LoadAfter(Database& db, std::string_view session_id,
+                                             int64_t after_seq, int64_t limit, bool extracts) {
+  std::vector<StoredMessage> out;
+  MISSY_RETURN_IF_ERROR(db.Read([&](Connection& c) -> Status {
+    MISSY_ASSIGN_STMT(q, c,
+                      std::string("SELECT ") + kColumns + (extracts ? ", extract" : "") +
+                          " FROM messages WHERE session_id = ?1 AND seq > ?2 ORDER BY seq "
+                          "LIMIT ?3");
+    q.Bind(1, session_id).Bind(2, after_seq).Bind(3, limit > 0 ? limit : int64_t{-1});
+    MISSY_RETURN_IF_ERROR(CollectMessages(q, session_id, LoadWhat(session_id), out, extracts));
+    return out.empty() ? SessionMustExist(c, session_id) : Status::Ok();
+  }));
+  return out;
+}
+
 }  // namespace
 
 EncodedBatch::EncodedBatch(std::vector<NewMessage>&& batch) {
@@ -176,33 +193,13 @@ Result<std::vector<StoredMessage>> MessageStore::Append(std::string_view session
 
 Result<std::vector<StoredMessage>> MessageStore::Load(std::string_view session_id,
                                                       int64_t after_seq, int64_t limit) {
-  std::vector<StoredMessage> out;
-  MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
-    MISSY_ASSIGN_STMT(
-        q, c,
-        std::string("SELECT ") + kColumns +
-            " FROM messages WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3");
-    q.Bind(1, session_id).Bind(2, after_seq).Bind(3, limit > 0 ? limit : int64_t{-1});
-    MISSY_RETURN_IF_ERROR(CollectMessages(q, session_id, LoadWhat(session_id), out));
-    return out.empty() ? SessionMustExist(c, session_id) : Status::Ok();
-  }));
-  return out;
+  return LoadAfter(db_, session_id, after_seq, limit, /*extracts=*/false);
 }
 
 Result<std::vector<StoredMessage>> MessageStore::LoadWithExtracts(std::string_view session_id,
                                                                   int64_t after_seq,
                                                                   int64_t limit) {
-  std::vector<StoredMessage> out;
-  MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
-    MISSY_ASSIGN_STMT(q, c,
-                      std::string("SELECT ") + kColumns +
-                          ", extract FROM messages WHERE session_id = ?1 AND seq > ?2 ORDER BY "
-                          "seq LIMIT ?3");
-    q.Bind(1, session_id).Bind(2, after_seq).Bind(3, limit > 0 ? limit : int64_t{-1});
-    MISSY_RETURN_IF_ERROR(CollectMessages(q, session_id, LoadWhat(session_id), out, true));
-    return out.empty() ? SessionMustExist(c, session_id) : Status::Ok();
-  }));
-  return out;
+  return LoadAfter(db_, session_id, after_seq, limit, /*extracts=*/true);
 }
 
 Result<std::vector<StoredMessage>> MessageStore::Load(std::string_view session_id,
