@@ -15,13 +15,17 @@
 // summary's own duration, apart from its commit.
 //
 // Usage: compaction_bench PATH_TO_MISSYD [--messages N]
+// MISSY_BENCH_PROFILE_PAUSE=N waits N seconds before each compaction and prints the
+// daemon's pid (to attach `perf record -p PID` to the compaction alone).
 #include <boost/json.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_daemon.h"
@@ -167,6 +171,12 @@ int main(int argc, char** argv) {
                      r.ok() ? r->body.c_str() : r.status().ToString().c_str());
         return 1;
       }
+    }
+    if (const char* pause = std::getenv("MISSY_BENCH_PROFILE_PAUSE")) {
+      // Time to attach a profiler to the daemon for the compaction alone.
+      std::fprintf(stderr, "compacting %s in %s s: missyd pid %d\n", id.c_str(), pause,
+                   static_cast<int>(daemon.pid()));
+      std::this_thread::sleep_for(std::chrono::seconds(std::atoi(pause)));
     }
     const Outcome o = Compact(conn, id);
     if (!o.ok) {

@@ -393,13 +393,6 @@ class Importer {
         .Bind(12, json::serialize(artifacts))
         .Bind(13, s.created_ms);
     MISSY_RETURN_IF_ERROR(q->Run("import summary"));
-    if (s.summary_ids.empty() && first > 0) {
-      auto cover = c_.Prepare(
-          "UPDATE messages SET summary_id = ?2 WHERE session_id = ?1 AND seq BETWEEN ?3 AND ?4");
-      if (!cover.ok()) return cover.status();
-      cover->Bind(1, session->second).Bind(2, *id).Bind(3, first).Bind(4, last);
-      MISSY_RETURN_IF_ERROR(cover->Run("mark imported messages summarized"));
-    }
     MISSY_RETURN_IF_ERROR(Remember("summary", s.id, *id));
     summary_ids_[s.id] = *id;
     summary_ranges_[*id] = {first, last};

@@ -228,12 +228,20 @@ constexpr std::string_view kMigration7 = R"sql(
 ALTER TABLE messages ADD COLUMN extract BLOB;
 )sql";
 
+// Version 8: a message's leaf summary is the one whose first_seq..last_seq holds its seq
+// (leaves never overlap), not a per-message column: covering 1,000 messages no longer
+// rewrites 1,000 rows (content included) inside the summary's commit.
+constexpr std::string_view kMigration8 = R"sql(
+DROP INDEX messages_by_summary;
+ALTER TABLE messages DROP COLUMN summary_id;
+)sql";
+
 }  // namespace
 
 const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> kMigrations = {kMigration1, kMigration2, kMigration3,
                                                             kMigration4, kMigration5, kMigration6,
-                                                            kMigration7};
+                                                            kMigration7, kMigration8};
   return kMigrations;
 }
 

@@ -54,6 +54,21 @@ Status Validate(const SummaryRecord& s) {
   return Status::Ok();
 }
 
+// A leaf's range is its messages' coverage: no message is covered by two leaves.
+Status MustNotOverlap(Connection& c, const SummaryRecord& leaf) {
+  MISSY_ASSIGN_STMT(q, c,
+                    "SELECT id, first_seq, last_seq FROM summaries WHERE session_id = ?1 AND "
+                    "depth = 0 AND first_seq <= ?3 AND last_seq >= ?2 AND id != ?4 LIMIT 1");
+  q.Bind(1, leaf.session_id).Bind(2, leaf.first_seq).Bind(3, leaf.last_seq).Bind(4, leaf.id);
+  MISSY_ASSIGN_NEXT(row, q, "check leaf coverage");
+  if (!row) return Status::Ok();
+  return Status::Conflict("messages " + std::to_string(leaf.first_seq) + ".." +
+                              std::to_string(leaf.last_seq) + " overlap summary '" + q.Text(0) +
+                              "' (" + std::to_string(q.Int(1)) + ".." + std::to_string(q.Int(2)) +
+                              ")",
+                          "first_seq");
+}
+
 // Makes `parent` the parent of each child (all of the same session, none condensed yet).
 Status AdoptChildren(Connection& c, const SummaryRecord& parent) {
   MISSY_ASSIGN_STMT(child, c, "SELECT session_id, parent_id FROM summaries WHERE id = ?1");
@@ -115,15 +130,8 @@ Result<SummaryRecord> SummaryStore::Insert(Txn& txn, const SummaryRecord& summar
   }
   if (!stored.child_ids.empty()) {
     MISSY_RETURN_IF_ERROR(AdoptChildren(c, stored));
-  } else if (stored.first_seq > 0) {
-    MISSY_ASSIGN_STMT(cover, c,
-                      "UPDATE messages SET summary_id = ?2 WHERE session_id = ?1 AND seq "
-                      "BETWEEN ?3 AND ?4");
-    cover.Bind(1, stored.session_id)
-        .Bind(2, stored.id)
-        .Bind(3, stored.first_seq)
-        .Bind(4, stored.last_seq);
-    MISSY_RETURN_IF_ERROR(cover.Run("mark messages summarized"));
+  } else if (stored.depth == 0 && stored.first_seq > 0) {
+    MISSY_RETURN_IF_ERROR(MustNotOverlap(c, stored));
   }
   return stored;
 }

@@ -1,7 +1,8 @@
 // SummaryStore: hierarchical summaries (DESIGN.md §5). Thread-safe; reads use
 // Database::Read, writes take the caller's Txn (or wrap one Database::Write). Source
-// messages are never deleted: a leaf summary marks its range covered, a condensed one
-// becomes the parent of its children.
+// messages are never deleted: a leaf summary covers its seq range (a message's leaf is the
+// one whose range holds its seq; leaves never overlap), a condensed one becomes the parent
+// of its children.
 #pragma once
 
 #include <string_view>
@@ -19,11 +20,12 @@ class SummaryStore {
   explicit SummaryStore(Database& db) : db_(db) {}
 
   // Stores the summary (generating "sum_" + 16 hex digits when id is empty) and, in
-  // the same write, marks the messages first_seq..last_seq as covered (depth 0) or
-  // sets the parent of each child (child_ids non-empty). kNotFound for an unknown
-  // session or child, kInvalidArgument for a negative depth, last_seq < first_seq or a
-  // child of another session, kConflict for a child already condensed, kAlreadyExists
-  // for a duplicate id. Returns the record as stored.
+  // the same write, sets the parent of each child (child_ids non-empty). A leaf (depth
+  // 0) covers the messages first_seq..last_seq: no row is rewritten. kNotFound for an
+  // unknown session or child, kInvalidArgument for a negative depth, last_seq <
+  // first_seq or a child of another session, kConflict for a child already condensed or
+  // a leaf overlapping another leaf, kAlreadyExists for a duplicate id. Returns the
+  // record as stored.
   Result<SummaryRecord> Insert(Txn& txn, const SummaryRecord& summary);
   Result<SummaryRecord> Insert(const SummaryRecord& summary);
 

@@ -180,7 +180,7 @@ TEST(DeferredIndexTest, MigrationFromVersion3KeepsTheIndexAndIndexesNewRows) {
             "3");
   auto db = OpenDbOrDie(path);
   ASSERT_TRUE(db);
-  EXPECT_EQ(db.db->SchemaVersion(), 7);
+  EXPECT_EQ(db.db->SchemaVersion(), 8);
   EXPECT_EQ(Watermark(path), "3");  // everything the trigger indexed
   EXPECT_EQ(
       RawQuery(

@@ -104,7 +104,7 @@ TEST(SchemaTest, MigratesAVersion4DatabaseToVersion5KeepingItsData) {
   }
   auto db = OpenDbOrDie(path);
   ASSERT_TRUE(db);
-  EXPECT_EQ(db.db->SchemaVersion(), 7);
+  EXPECT_EQ(db.db->SchemaVersion(), 8);
   auto session = db->sessions.Get("old");
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   EXPECT_EQ(session->model, "gpt-4o");

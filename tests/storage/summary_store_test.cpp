@@ -17,17 +17,11 @@ using ::missy::testing::RawQuery;
 
 class SummaryStoreTest : public testing::TwelveMessagesTest {};
 
-TEST_F(SummaryStoreTest, LeafSummaryMarksItsMessagesCovered) {
+TEST_F(SummaryStoreTest, LeafSummaryCoversItsRange) {
   auto leaf = db_->summaries.Insert(Leaf(1, 4, "first four"));
   ASSERT_TRUE(leaf.ok()) << leaf.status().ToString();
   EXPECT_EQ(leaf->id.substr(0, 4), "sum_");
   EXPECT_EQ(leaf->id.size(), 20u);
-  EXPECT_EQ(RawQuery(path_, "SELECT count(*) FROM messages WHERE summary_id = '" + leaf->id + "'"),
-            "4");
-  EXPECT_EQ(
-      RawQuery(path_,
-               "SELECT min(seq) || '-' || max(seq) FROM messages WHERE summary_id IS NOT NULL"),
-      "1-4");
   auto got = db_->summaries.Get(leaf->id);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->content, "first four");
@@ -43,6 +37,22 @@ TEST_F(SummaryStoreTest, LeafSummaryMarksItsMessagesCovered) {
   SummaryView view = ToSummaryView(*got);
   EXPECT_EQ(view.message_count, 4);
   EXPECT_EQ(view.text, "first four");
+}
+
+TEST_F(SummaryStoreTest, ALeafOverlappingAnotherIsRefusedAndNothingIsStored) {
+  auto first = db_->summaries.Insert(Leaf(3, 6, "three to six"));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  for (auto [from, to] : {std::pair{1, 3}, {6, 9}, {4, 5}, {1, 12}}) {
+    auto overlap = db_->summaries.Insert(Leaf(from, to, "overlap"));
+    ASSERT_EQ(overlap.status().code(), StatusCode::kConflict) << from << ".." << to;
+    EXPECT_EQ(overlap.status().field(), "first_seq");
+    EXPECT_NE(overlap.status().message().find(first->id), std::string::npos)
+        << overlap.status().message();
+  }
+  EXPECT_EQ(RawQuery(path_, "SELECT count(*) FROM summaries"), "1");
+  // Beside it on either side is fine.
+  EXPECT_TRUE(db_->summaries.Insert(Leaf(1, 2, "one and two")).ok());
+  EXPECT_TRUE(db_->summaries.Insert(Leaf(7, 12, "the rest")).ok());
 }
 
 TEST_F(SummaryStoreTest, CondensingSetsParentsAndHidesChildren) {
