@@ -172,6 +172,18 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
+    // The appends' full-text indexing is deferred to the writer; a search catches it up,
+    // so that the figure is the compaction's alone (a session compacts long after most of
+    // its messages were appended), then the WAL checkpoint gets a moment.
+    auto caught_up = conn.Call("POST", "/v1/sessions/" + id + "/recall",
+                               R"({"query":"catch up the index","max_tokens":100})", 300s);
+    if (!caught_up.ok() || caught_up->status != 200) {
+      std::fprintf(
+          stderr, "recall failed: %s\n",
+          caught_up.ok() ? caught_up->body.c_str() : caught_up.status().ToString().c_str());
+      return 1;
+    }
+    std::this_thread::sleep_for(1s);
     if (const char* pause = std::getenv("MISSY_BENCH_PROFILE_PAUSE")) {
       // Time to attach a profiler to the daemon for the compaction alone.
       std::fprintf(stderr, "compacting %s in %s s: missyd pid %d\n", id.c_str(), pause,

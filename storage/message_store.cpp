@@ -232,21 +232,19 @@ Result<std::vector<StoredMessage>> MessageStore::LoadRange(std::string_view sess
                        : Load(session_id, first_seq - 1, n);
 }
 
-Result<std::vector<MessageMeta>> MessageStore::LoadMeta(std::string_view session_id,
+Result<std::vector<PlanMessage>> MessageStore::LoadPlan(std::string_view session_id,
                                                         int64_t after_seq) {
-  std::vector<MessageMeta> out;
+  std::vector<PlanMessage> out;
   MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
-    // The call ids come out of the tool_calls JSON in SQL: the content is never read.
+    // No tool-call JSON is parsed: planning needs the cost and the role only.
     MISSY_ASSIGN_STMT(q, c,
-                      "SELECT seq, role, tokens, flags, created_at_ms, tool_call_id, "
-                      "CASE WHEN tool_calls = '[]' THEN NULL ELSE (SELECT "
-                      "json_group_array(json_extract(value, '$.id')) FROM json_each(tool_calls)) "
-                      "END FROM messages WHERE session_id = ?1 AND seq > ?2 ORDER BY seq");
+                      "SELECT seq, role, tokens FROM messages WHERE session_id = ?1 AND seq > ?2 "
+                      "ORDER BY seq");
     q.Bind(1, session_id).Bind(2, after_seq);
     for (;;) {
       MISSY_ASSIGN_NEXT(row, q, LoadWhat(session_id));
       if (!row) break;
-      MessageMeta m;
+      PlanMessage m;
       m.seq = q.Int(0);
       auto role = ParseRole(q.TextView(1));
       if (!role) {
@@ -256,15 +254,7 @@ Result<std::vector<MessageMeta>> MessageStore::LoadMeta(std::string_view session
       }
       m.role = *role;
       m.tokens = q.Int(2);
-      m.flags = static_cast<uint32_t>(q.Int(3));
-      m.created_at_ms = q.Int(4);
-      if (!q.IsNull(6)) {
-        m.tool_call_ids = storage_json::StringsFromJson(q.TextView(6));
-        m.has_tool_calls = m.role == Role::kAssistant;
-      } else if (!q.TextView(5).empty()) {
-        m.tool_call_ids.push_back(q.Text(5));
-      }
-      out.push_back(std::move(m));
+      out.push_back(m);
     }
     return out.empty() ? SessionMustExist(c, session_id) : Status::Ok();
   }));

@@ -10,6 +10,7 @@
 
 #include "core/message.h"
 #include "core/status.h"
+#include "core/summary_plan.h"
 #include "storage/database.h"
 #include "storage/records.h"
 
@@ -70,9 +71,9 @@ class MessageStore {
   // `with_extracts` (a summarization chunk).
   Result<std::vector<StoredMessage>> LoadRange(std::string_view session_id, int64_t first_seq,
                                                int64_t last_seq, bool with_extracts = false);
-  // Everything but the content of messages with seq > after_seq, in seq order (for a
-  // memory-bounded history cache). kNotFound for an unknown session.
-  Result<std::vector<MessageMeta>> LoadMeta(std::string_view session_id, int64_t after_seq = 0);
+  // What summary planning needs of the messages with seq > after_seq (seq, role, tokens),
+  // in seq order. kNotFound for an unknown session.
+  Result<std::vector<PlanMessage>> LoadPlan(std::string_view session_id, int64_t after_seq = 0);
 
   // Adds `flags` (bits) to the given messages, e.g. kFlagPruned (sticky pruning).
   // kNotFound for an unknown session; seqs that are not stored are ignored.

@@ -24,18 +24,6 @@ struct NewMessage {
   std::string extract;  // core/message_extract.h; empty: stored as NULL
 };
 
-// What a history cache keeps of a stored message: everything but its content.
-struct MessageMeta {
-  int64_t seq = 0;
-  Role role = Role::kUser;
-  int64_t tokens = 0;
-  uint32_t flags = kFlagNone;
-  int64_t created_at_ms = 0;
-  bool has_tool_calls = false;  // an assistant message with tool_calls
-  // The ids of its tool calls (assistant), or the one call it answers (tool); else empty.
-  std::vector<std::string> tool_call_ids;
-};
-
 // A summary as stored (DESIGN.md §5). Depth 0 covers messages first_seq..last_seq;
 // depth d+1 condenses the summaries listed in child_ids (and spans their range).
 struct SummaryRecord {

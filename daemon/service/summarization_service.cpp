@@ -180,11 +180,9 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
   std::string prior = newest != nullptr ? newest->content : "";
 
   // Plan on what the messages cost, without their content.
-  Result<std::vector<MessageMeta>> meta = deps_.stores->messages.LoadMeta(id, covered_through);
-  if (!meta.ok()) return meta.status();
-  std::vector<PlanMessage> plan_input;
-  plan_input.reserve(meta->size());
-  for (const MessageMeta& m : *meta) plan_input.push_back({m.seq, m.role, m.tokens});
+  Result<std::vector<PlanMessage>> planned = deps_.stores->messages.LoadPlan(id, covered_through);
+  if (!planned.ok()) return planned.status();
+  const std::vector<PlanMessage>& plan_input = *planned;
   const std::vector<LeafChunk> chunks =
       PlanLeafChunks(plan_input, cfg->budget.fresh_tail_count, options, request.force);
 

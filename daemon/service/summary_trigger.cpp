@@ -67,15 +67,11 @@ void SummaryTrigger::CheckNow(const Session& session, bool over_threshold) {
   for (const SummaryRecord& s : *summaries) {
     if (s.depth == 0) covered_through = std::max(covered_through, s.last_seq);
   }
-  Result<std::vector<MessageMeta>> meta = deps_.stores->messages.LoadMeta(id, covered_through);
-  if (!meta.ok()) return;
-  std::vector<PlanMessage> uncovered;
-  uncovered.reserve(meta->size());
+  Result<std::vector<PlanMessage>> planned = deps_.stores->messages.LoadPlan(id, covered_through);
+  if (!planned.ok()) return;
+  const std::vector<PlanMessage>& uncovered = *planned;
   int64_t tokens = 0;
-  for (const MessageMeta& m : *meta) {
-    uncovered.push_back({m.seq, m.role, m.tokens});
-    tokens += m.tokens;
-  }
+  for (const PlanMessage& m : uncovered) tokens += m.tokens;
   const int64_t count = static_cast<int64_t>(uncovered.size());
   if (!over_threshold && tokens <= threshold_tokens && count <= message_threshold) {
     // Due again exactly when enough has been appended to cross one of them.
@@ -91,7 +87,7 @@ void SummaryTrigger::CheckNow(const Session& session, bool over_threshold) {
     return Remember(id, later);
   }
 
-  const std::string reason = tokens > threshold_tokens ? "threshold"
+  const std::string reason = tokens > threshold_tokens   ? "threshold"
                              : count > message_threshold ? "message_threshold"
                                                          : "context";
   bool created = false;

@@ -193,38 +193,26 @@ TEST_F(MessageFlagsTest, PrunedFlagIsStickyAndAddsToExistingFlags) {
   EXPECT_EQ(db_->messages.AddFlags("ghost", {1}, kFlagPruned).code(), StatusCode::kNotFound);
 }
 
-TEST(MessageStoreTest, LoadMetaHasEverythingButTheContent) {
+TEST(MessageStoreTest, LoadPlanHasSeqRoleAndTokens) {
   TempDir dir;
   auto db = OpenDbOrDie(dir.Join("m.db"));
   ASSERT_TRUE(db->sessions.Create(MakeSession("s")).ok());
   ASSERT_TRUE(db->messages.Append("s", FourShapes(), 700).ok());
-  ASSERT_TRUE(db->messages.AddFlags("s", {4}, kFlagPruned).ok());
-  auto meta = db->messages.LoadMeta("s");
-  ASSERT_TRUE(meta.ok()) << meta.status().ToString();
-  ASSERT_EQ(meta->size(), 4u);
-  const MessageMeta& user = (*meta)[0];
-  EXPECT_EQ(user.seq, 1);
-  EXPECT_EQ(user.role, Role::kUser);
-  EXPECT_EQ(user.tokens, 5);
-  EXPECT_EQ(user.created_at_ms, 700);
-  EXPECT_FALSE(user.has_tool_calls);
-  EXPECT_TRUE(user.tool_call_ids.empty());
-  const MessageMeta& calls = (*meta)[2];
-  EXPECT_EQ(calls.role, Role::kAssistant);
-  EXPECT_TRUE(calls.has_tool_calls);
-  EXPECT_EQ(calls.tool_call_ids, (std::vector<std::string>{"call_1", "call_2"}));
-  EXPECT_EQ(calls.flags, kFlagUnansweredCall);
-  const MessageMeta& result = (*meta)[3];
-  EXPECT_EQ(result.role, Role::kTool);
-  EXPECT_FALSE(result.has_tool_calls);
-  EXPECT_EQ(result.tool_call_ids, (std::vector<std::string>{"call_1"}));
-  EXPECT_EQ(result.flags, kFlagPruned);
-  auto after = db->messages.LoadMeta("s", 2);
+  auto plan = db->messages.LoadPlan("s");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->size(), 4u);
+  EXPECT_EQ((*plan)[0].seq, 1);
+  EXPECT_EQ((*plan)[0].role, Role::kUser);
+  EXPECT_EQ((*plan)[0].tokens, 5);
+  EXPECT_EQ((*plan)[2].role, Role::kAssistant);
+  EXPECT_EQ((*plan)[3].role, Role::kTool);
+  EXPECT_EQ((*plan)[3].seq, 4);
+  auto after = db->messages.LoadPlan("s", 2);
   ASSERT_TRUE(after.ok());
   ASSERT_EQ(after->size(), 2u);
   EXPECT_EQ(after->front().seq, 3);
-  EXPECT_TRUE(db->messages.LoadMeta("s", 4)->empty());
-  EXPECT_EQ(db->messages.LoadMeta("ghost").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(db->messages.LoadPlan("s", 4)->empty());
+  EXPECT_EQ(db->messages.LoadPlan("ghost").status().code(), StatusCode::kNotFound);
 }
 
 TEST(MessageStoreTest, LoadsChosenSeqsAndRanges) {
