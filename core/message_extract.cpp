@@ -326,6 +326,12 @@ bool ExtractMerge::AddFile(std::string_view path) {
   return true;
 }
 
+bool ExtractDecodes(std::string_view extract) {
+  thread_local std::vector<ExtractMerge::DecodedItem> decoded[kExtractLists];
+  thread_local std::vector<uint32_t> orders[kExtractTrailLists];
+  return Decode(extract, decoded, orders);
+}
+
 ArtifactTrail ExtractArtifacts(std::span<const StoredMessage> messages) {
   ExtractMerge merge(ExtractiveOptions{});
   merge.AddAll(messages);

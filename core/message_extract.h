@@ -140,6 +140,10 @@ class ExtractMerge {
   std::vector<size_t> indices_;
 };
 
+// Whether ExtractMerge takes `extract` as it is (current version, intact, valid UTF-8):
+// a message whose stored extract does not decode needs its content to be summarized.
+bool ExtractDecodes(std::string_view extract);
+
 // The trail of a stretch of messages (system messages are ignored), from their extracts.
 ArtifactTrail ExtractArtifacts(std::span<const StoredMessage> messages);
 

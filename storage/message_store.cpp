@@ -232,6 +232,24 @@ Result<std::vector<StoredMessage>> MessageStore::LoadRange(std::string_view sess
                        : Load(session_id, first_seq - 1, n);
 }
 
+Result<std::vector<StoredMessage>> MessageStore::LoadExtracts(std::string_view session_id,
+                                                              int64_t first_seq, int64_t last_seq) {
+  std::vector<StoredMessage> out;
+  if (last_seq < first_seq) return out;
+  MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
+    // The same columns as kColumns, the content and the tool calls only without an extract.
+    MISSY_ASSIGN_STMT(q, c,
+                      "SELECT seq, created_at_ms, tokens, flags, role, CASE WHEN extract IS NULL "
+                      "THEN content ELSE '\"\"' END, CASE WHEN extract IS NULL THEN tool_calls "
+                      "ELSE '[]' END, tool_call_id, name, extract FROM messages WHERE session_id "
+                      "= ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq");
+    q.Bind(1, session_id).Bind(2, first_seq).Bind(3, last_seq);
+    MISSY_RETURN_IF_ERROR(CollectMessages(q, session_id, LoadWhat(session_id), out, true));
+    return out.empty() ? SessionMustExist(c, session_id) : Status::Ok();
+  }));
+  return out;
+}
+
 Result<std::vector<PlanMessage>> MessageStore::LoadPlan(std::string_view session_id,
                                                         int64_t after_seq) {
   std::vector<PlanMessage> out;

@@ -71,6 +71,12 @@ class MessageStore {
   // `with_extracts` (a summarization chunk).
   Result<std::vector<StoredMessage>> LoadRange(std::string_view session_id, int64_t first_seq,
                                                int64_t last_seq, bool with_extracts = false);
+  // Messages first_seq..last_seq, in seq order, with their extracts, for a summarizer that
+  // reads extracts only: a message with an extract comes without its content (empty text,
+  // no parts or tool calls; role, tool_call_id, name and tokens kept), one without comes
+  // whole. Loading 10,000 messages this way skips parsing most of their JSON.
+  Result<std::vector<StoredMessage>> LoadExtracts(std::string_view session_id, int64_t first_seq,
+                                                  int64_t last_seq);
   // What summary planning needs of the messages with seq > after_seq (seq, role, tokens),
   // in seq order. kNotFound for an unknown session.
   Result<std::vector<PlanMessage>> LoadPlan(std::string_view session_id, int64_t after_seq = 0);

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "core/extractive_summarizer.h"
+#include "core/message_extract.h"
 #include "daemon/audit/audit_bus.h"
 #include "daemon/metrics/daemon_metrics.h"
 #include "daemon/service/counting.h"
@@ -21,8 +22,11 @@ namespace {
 
 constexpr int64_t kMinChunkTokens = 500;  // below this a summary saves too little
 // Leaves are committed in batches of at most this many, and at least this often, so a
-// long run does not wait for one fsync per leaf, and contexts still see progress soon.
+// long run does not wait for one fsync per leaf, and contexts still see progress soon. A
+// background run's batch is small: its transaction holds the writer that every session's
+// appends wait for. A forced compaction's caller waits for the whole run anyway.
 constexpr size_t kLeafBatch = 16;
+constexpr size_t kForcedLeafBatch = 128;
 constexpr int64_t kLeafBatchMs = 250;
 
 int64_t NowSteadyMs() {
@@ -99,6 +103,27 @@ Result<SummaryRecord> Store(const ServiceDeps& deps, const SummarizeRequest& req
   Result<std::vector<SummaryRecord>> stored = Store(deps, request, one);
   if (!stored.ok()) return stored.status();
   return std::move(stored->front());
+}
+
+// A leaf chunk's messages with their extracts; without the content of those whose extract
+// decodes when the backend reads extracts only (the others are loaded whole).
+Result<std::vector<StoredMessage>> LoadChunk(Stores& stores, const std::string& id, int64_t first,
+                                             int64_t last, bool reads_content) {
+  if (reads_content) return stores.messages.LoadRange(id, first, last, /*with_extracts=*/true);
+  Result<std::vector<StoredMessage>> rows = stores.messages.LoadExtracts(id, first, last);
+  if (!rows.ok()) return rows;
+  std::vector<int64_t> whole;  // an extract that does not decode: the content is needed
+  for (const StoredMessage& m : *rows) {
+    if (!m.extract.empty() && !ExtractDecodes(m.extract)) whole.push_back(m.seq);
+  }
+  if (whole.empty()) return rows;
+  Result<std::vector<StoredMessage>> reloaded = stores.messages.Load(id, whole);
+  if (!reloaded.ok()) return reloaded.status();
+  size_t k = 0;
+  for (StoredMessage& m : *rows) {
+    if (k < reloaded->size() && (*reloaded)[k].seq == m.seq) m = std::move((*reloaded)[k++]);
+  }
+  return rows;
 }
 
 }  // namespace
@@ -263,7 +288,7 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     const int64_t started = NowSteadyMs();
     const int64_t first = plan_input[c.begin].seq, last = plan_input[c.end - 1].seq;
     Result<std::vector<StoredMessage>> rows =
-        deps_.stores->messages.LoadRange(id, first, last, /*with_extracts=*/true);
+        LoadChunk(*deps_.stores, id, first, last, selected.backend->ReadsContent());
     if (!rows.ok()) {
       (void)flush();  // what is done stays done
       return rows.status();
@@ -301,7 +326,8 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     p.sum = std::move(sum);
     if (pending.empty()) pending_since = NowSteadyMs();
     pending.push_back(std::move(p));
-    if (pending.size() >= kLeafBatch || NowSteadyMs() - pending_since >= kLeafBatchMs) {
+    if (pending.size() >= (request.force ? kForcedLeafBatch : kLeafBatch) ||
+        NowSteadyMs() - pending_since >= kLeafBatchMs) {
       MISSY_RETURN_IF_ERROR(flush());
     }
   }

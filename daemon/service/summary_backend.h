@@ -55,6 +55,9 @@ class SummaryBackend {
  public:
   virtual ~SummaryBackend() = default;
   virtual std::string_view name() const = 0;  // "extractive" | "llm"
+  // Whether Leaf reads the messages' content; when not, a message with a stored extract
+  // that decodes (ExtractDecodes) may come without it (MessageStore::LoadExtracts).
+  virtual bool ReadsContent() const { return true; }
   // A leaf summary of `chunk` (whole groups). `prior` is the newest earlier summary (an
   // llm gets it for continuity; may be empty). `target_tokens`: the size to aim for.
   virtual BackendSummary Leaf(std::span<const StoredMessage> chunk, std::string_view prior,
@@ -69,6 +72,7 @@ class SummaryBackend {
 class ExtractiveBackend final : public SummaryBackend {
  public:
   std::string_view name() const override { return kExtractiveBackend; }
+  bool ReadsContent() const override { return false; }  // the extracts hold what it takes
   BackendSummary Leaf(std::span<const StoredMessage> chunk, std::string_view prior,
                       int64_t target_tokens, const MessageTokenCounter& counter) override;
   BackendSummary Condense(std::span<const ChildSummary> children, int64_t target_tokens,

@@ -215,6 +215,34 @@ TEST(MessageStoreTest, LoadPlanHasSeqRoleAndTokens) {
   EXPECT_EQ(db->messages.LoadPlan("ghost").status().code(), StatusCode::kNotFound);
 }
 
+TEST(MessageStoreTest, LoadExtractsLeavesOutTheContentOfMessagesWithAnExtract) {
+  TempDir dir;
+  auto db = OpenDbOrDie(dir.Join("m.db"));
+  ASSERT_TRUE(db->sessions.Create(MakeSession("s")).ok());
+  std::vector<NewMessage> batch = FourShapes();
+  const std::vector<NewMessage> shapes = batch;
+  batch[1].extract = "x1";  // the user's parts
+  batch[2].extract = "x2";  // the calls
+  ASSERT_TRUE(db->messages.Append("s", std::move(batch), 700).ok());
+  auto rows = db->messages.LoadExtracts("s", 1, 4);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 4u);
+  EXPECT_EQ((*rows)[0].message, shapes[0].message);  // no extract: whole
+  EXPECT_EQ((*rows)[0].extract, "");
+  EXPECT_EQ((*rows)[1].extract, "x1");
+  EXPECT_EQ((*rows)[1].message.role, Role::kUser);
+  EXPECT_TRUE((*rows)[1].message.parts.empty());
+  EXPECT_EQ((*rows)[1].message.PlainText(), "");
+  EXPECT_EQ((*rows)[1].tokens, 90);
+  EXPECT_EQ((*rows)[2].extract, "x2");
+  EXPECT_EQ((*rows)[2].message.role, Role::kAssistant);
+  EXPECT_TRUE((*rows)[2].message.tool_calls.empty());
+  EXPECT_EQ((*rows)[3].message, shapes[3].message);
+  EXPECT_EQ((*rows)[3].seq, 4);
+  EXPECT_TRUE(db->messages.LoadExtracts("s", 5, 9)->empty());
+  EXPECT_EQ(db->messages.LoadExtracts("ghost", 1, 4).status().code(), StatusCode::kNotFound);
+}
+
 TEST(MessageStoreTest, LoadsChosenSeqsAndRanges) {
   TempDir dir;
   auto db = OpenDbOrDie(dir.Join("m.db"));

@@ -233,6 +233,27 @@ TEST_F(SummarizationTest, LeavesAreCommittedInBatches) {
   EXPECT_EQ(static_cast<int64_t>(out->summary_ids.size()), out->leaves + out->condensed);
 }
 
+// A forced compaction's caller waits for the whole run: its leaves commit together (a
+// background run's in batches of 16, see above).
+TEST_F(SummarizationTest, AForcedRunCommitsItsLeavesInOneTransaction) {
+  SetConfig([](DaemonConfig& c) {
+    c.budget.total = 10'000'000;
+    c.context.message_threshold = 1'000'000;
+    c.summarizer.leaf_chunk_tokens = 500;
+  });
+  ASSERT_TRUE(Create("f").ok());
+  ASSERT_TRUE(Append("f", ErrorRounds(1, 60)).status.ok());  // 240 messages
+  const WriterStats before = db_->GetWriterStats();
+  Result<SummarizeOutcome> out = Run("f", /*force=*/true);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  const WriterStats after = db_->GetWriterStats();
+  ASSERT_GT(out->leaves, 16);                  // more than a background batch
+  EXPECT_EQ(out->messages_covered, 240 - 16);  // all but the fresh tail
+  // The started event, the leaves, and one per condensed summary.
+  EXPECT_LE(after.writes - before.writes, 2 + out->condensed) << out->leaves << " leaves";
+  EXPECT_EQ(static_cast<int64_t>(All("f").size()), out->leaves + out->condensed);
+}
+
 // Appends store each message's extract; rows without one (written before extracts
 // existed) are extracted when summarized, into the same summaries.
 TEST_F(SummarizationTest, RowsWithoutExtractsSummarizeLikeRowsWithThem) {
@@ -295,6 +316,43 @@ TEST_F(SummarizationTest, ARunReadsTheStoredExtracts) {
       << all.front().artifacts_json;
   for (const StoredMessage& m : Stored("s")) {
     EXPECT_EQ(m.message.PlainText().find("planted"), std::string::npos);  // only the extract
+  }
+}
+
+// The extractive run loads the content only of messages whose extract it cannot use: a
+// damaged extract costs nothing of the summary.
+TEST_F(SummarizationTest, AMessageWhoseExtractIsDamagedIsSummarizedFromItsContent) {
+  ASSERT_TRUE(Create("damaged").ok());
+  ASSERT_TRUE(Create("intact").ok());
+  ASSERT_TRUE(Append("damaged", ErrorRounds(1, 40)).status.ok());
+  ASSERT_TRUE(Append("intact", ErrorRounds(1, 40)).status.ok());
+  Close();
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(db_path().c_str(), &raw), SQLITE_OK);
+    // seq 1 names src/module_1.cc; seq 3 holds the error line of test_1.
+    ASSERT_EQ(sqlite3_exec(raw,
+                           "UPDATE messages SET extract = x'7f00ff' WHERE session_id = 'damaged' "
+                           "AND seq IN (1, 3)",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    EXPECT_EQ(sqlite3_changes(raw), 2);
+    sqlite3_close(raw);
+  }
+  Open();
+  ASSERT_TRUE(Run("damaged").ok());
+  ASSERT_TRUE(Run("intact").ok());
+  const std::vector<SummaryRecord> a = All("damaged"), b = All("intact");
+  ASSERT_FALSE(a.empty());
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(a.front().first_seq, 1);
+  EXPECT_NE(a.front().artifacts_json.find("src/module_1.cc"), std::string::npos)
+      << a.front().artifacts_json;
+  EXPECT_NE(a.front().artifacts_json.find("error: test_1 failed"), std::string::npos)
+      << a.front().artifacts_json;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].content, b[i].content) << "summary " << i;
+    EXPECT_EQ(a[i].artifacts_json, b[i].artifacts_json) << "summary " << i;
   }
 }
 
