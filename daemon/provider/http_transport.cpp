@@ -1,6 +1,9 @@
-// One POST per call: resolve, connect, TLS handshake, write, read header, read body, each
-// phase run on a private io_context until it completes or its deadline passes (then the
-// socket is closed, which aborts the operation, and the phase fails with kTimeout).
+// One POST per call: resolve, connect, TLS handshake (unless a kept-alive connection is
+// reused), write, read header, read body, each phase run on the connection's private
+// io_context until it completes or its deadline passes (then the socket is closed, which
+// aborts the operation, and the phase fails with kTimeout). A connection the answer keeps
+// alive goes back to the transport's pool for the next POST: a compaction's hundred
+// requests cost one TCP connect and one TLS handshake, not a hundred.
 #include "daemon/provider/http_transport.h"
 
 #include <openssl/err.h>
@@ -15,7 +18,9 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <functional>
+#include <mutex>
 #include <optional>
+#include <vector>
 
 #include "daemon/provider/provider_client.h"
 
@@ -28,14 +33,13 @@ using tcp = asio::ip::tcp;
 using error_code = boost::system::error_code;
 using SteadyClock = std::chrono::steady_clock;
 
-struct HttpTransport::Impl {
-  BaseUrl url;
-  std::unique_ptr<ssl::context> tls;  // null for http
-};
-
 namespace {
 
 constexpr std::size_t kMaxHeaderBytes = 64 << 10;
+// Idle connections kept per transport, and for how long: servers close idle connections
+// after a while of their own (a reused one they closed is replaced at once, see Post).
+constexpr std::size_t kMaxIdleConnections = 4;
+constexpr auto kMaxIdle = std::chrono::seconds(30);
 
 // One connection's I/O, phase by phase. Stream is tcp::socket or ssl::stream<tcp::socket>.
 class Exchange {
@@ -44,11 +48,32 @@ class Exchange {
     if (tls != nullptr) tls_.emplace(io_, *tls);
   }
 
+  // Sends `request` and reads its answer, connecting first unless the connection is open.
   std::variant<HttpAnswer, TransportFailure> Run(const http::request<http::string_body>& request,
                                                  const AttemptLimits& limits) {
     const auto phase_deadline = [&](std::chrono::milliseconds timeout) {
       return std::min(SteadyClock::now() + timeout, limits.deadline);
     };
+    lost_before_answer_ = false;
+    if (!open_) {
+      if (auto failure = Connect(limits, phase_deadline)) return *failure;
+      open_ = true;
+    }
+    if (tls_) return Exchange2(*tls_, request, limits, phase_deadline(limits.first_byte_timeout));
+    return Exchange2(socket_, request, limits, phase_deadline(limits.first_byte_timeout));
+  }
+
+  // Whether the last answer left the connection open for another request.
+  bool open() const { return open_; }
+  // Whether the last Run found the connection closed before any byte of an answer came
+  // (what a pooled connection the server closed while idle does): resending is safe.
+  bool lost_before_answer() const { return lost_before_answer_; }
+  SteadyClock::time_point idle_since() const { return idle_since_; }
+
+ private:
+  // Resolves, connects and (for https) shakes hands. A failure closes the socket.
+  template <typename Deadline>
+  std::optional<TransportFailure> Connect(const AttemptLimits& limits, Deadline phase_deadline) {
     // Resolve and connect.
     const auto connect_deadline = phase_deadline(limits.connect_timeout);
     tcp::resolver resolver(io_);
@@ -82,21 +107,20 @@ class Exchange {
         [&] { Close(); });
     if (timed_out) return Timeout("connecting");
     if (ec) return Failure(ProviderErrorKind::kNetwork, "cannot connect: " + ec.message());
-
     if (tls_) {
       if (auto failure = Handshake(phase_deadline(limits.handshake_timeout))) {
+        Close();
         return *failure;
       }
-      return Exchange2(*tls_, request, limits, phase_deadline(limits.first_byte_timeout));
     }
-    return Exchange2(socket_, request, limits, phase_deadline(limits.first_byte_timeout));
+    return std::nullopt;
   }
 
- private:
   tcp::socket& Socket() { return tls_ ? tls_->next_layer() : socket_; }
   void Close() {
     error_code ignored;
     Socket().close(ignored);
+    open_ = false;
   }
 
   // Starts an operation (start(done)) and runs the io_context until done() was called or
@@ -173,8 +197,11 @@ class Exchange {
           });
         },
         [&] { Close(); });
-    if (timed_out) return Timeout("sending the request");
-    if (ec) return ReadFailure("sending the request", ec, limits);
+    if (timed_out) return Closed(Timeout("sending the request"));
+    if (ec) {
+      lost_before_answer_ = true;
+      return Closed(ReadFailure("sending the request", ec, limits));
+    }
 
     boost::beast::flat_buffer buffer;
     http::response_parser<http::string_body> parser;
@@ -190,8 +217,14 @@ class Exchange {
                                   });
         },
         [&] { Close(); });
-    if (timed_out) return Timeout("waiting for the answer");
-    if (ec) return ReadFailure("reading the answer's header", ec, limits);
+    if (timed_out) return Closed(Timeout("waiting for the answer"));
+    if (ec) {
+      lost_before_answer_ =
+          buffer.size() == 0 &&
+          (ec == http::error::end_of_stream || ec == asio::error::connection_reset ||
+           ec == asio::error::eof || ec == ssl::error::stream_truncated);
+      return Closed(ReadFailure("reading the answer's header", ec, limits));
+    }
     if (!parser.is_done()) {
       timed_out = RunPhase(
           limits.deadline,
@@ -202,17 +235,27 @@ class Exchange {
             });
           },
           [&] { Close(); });
-      if (timed_out) return Timeout("reading the answer");
-      if (ec) return ReadFailure("reading the answer", ec, limits);
+      if (timed_out) return Closed(Timeout("reading the answer"));
+      if (ec) return Closed(ReadFailure("reading the answer", ec, limits));
     }
-    Close();  // one request per connection; no TLS close_notify wait
     auto& response = parser.get();
+    if (response.keep_alive()) {
+      idle_since_ = SteadyClock::now();
+    } else {
+      Close();  // no TLS close_notify wait
+    }
     HttpAnswer answer;
     answer.status = static_cast<int>(response.result_int());
     answer.retry_after = std::string(response[http::field::retry_after]);
     answer.retry_after_ms = std::string(response["retry-after-ms"]);
     answer.body = std::move(response.body());
     return answer;
+  }
+
+  // A failed exchange leaves the connection in no state to reuse.
+  TransportFailure Closed(TransportFailure failure) {
+    Close();
+    return failure;
   }
 
   static TransportFailure Timeout(const std::string& phase) {
@@ -248,9 +291,43 @@ class Exchange {
   asio::io_context io_{1};
   tcp::socket socket_;                           // plain http
   std::optional<ssl::stream<tcp::socket>> tls_;  // https
+  bool open_ = false;                            // connected, and the last answer kept it
+  bool lost_before_answer_ = false;
+  SteadyClock::time_point idle_since_{};
 };
 
 }  // namespace
+
+struct HttpTransport::Impl {
+  BaseUrl url;
+  std::unique_ptr<ssl::context> tls;  // null for http
+  std::mutex mu;
+  std::vector<std::unique_ptr<Exchange>> idle;  // guarded by mu; the newest last
+
+  // The newest idle connection not idle too long, or a new (unconnected) one.
+  std::unique_ptr<Exchange> Take(bool& reused) {
+    {
+      std::lock_guard lock(mu);
+      const auto now = SteadyClock::now();
+      while (!idle.empty()) {
+        std::unique_ptr<Exchange> e = std::move(idle.back());
+        idle.pop_back();
+        if (now - e->idle_since() < kMaxIdle) {
+          reused = true;
+          return e;
+        }
+      }
+    }
+    reused = false;
+    return std::make_unique<Exchange>(url, tls.get());
+  }
+
+  void GiveBack(std::unique_ptr<Exchange> e) {
+    if (!e->open()) return;
+    std::lock_guard lock(mu);
+    if (idle.size() < kMaxIdleConnections) idle.push_back(std::move(e));
+  }
+};
 
 HttpTransport::HttpTransport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpTransport::~HttpTransport() = default;
@@ -297,12 +374,19 @@ std::variant<HttpAnswer, TransportFailure> HttpTransport::Post(const std::string
     request.set(http::field::user_agent, "missyd");
     request.set(http::field::content_type, "application/json");
     request.set(http::field::accept, "application/json");
-    request.set(http::field::connection, "close");
     for (const auto& [name, value] : headers) request.set(name, value);
     request.body() = body;
     request.prepare_payload();
-    Exchange exchange(impl_->url, impl_->tls.get());
-    return exchange.Run(request, limits);
+    bool reused = false;
+    std::unique_ptr<Exchange> exchange = impl_->Take(reused);
+    std::variant<HttpAnswer, TransportFailure> result = exchange->Run(request, limits);
+    if (reused && exchange->lost_before_answer() && SteadyClock::now() < limits.deadline) {
+      // The server closed the pooled connection while it was idle: a new one at once.
+      exchange = std::make_unique<Exchange>(impl_->url, impl_->tls.get());
+      result = exchange->Run(request, limits);
+    }
+    impl_->GiveBack(std::move(exchange));
+    return result;
   } catch (const std::exception& e) {
     // Asio reports failures through error codes; this is allocation failure and the like.
     return TransportFailure{ProviderErrorKind::kNetwork,

@@ -1,8 +1,9 @@
 // HttpTransport: one HTTP/1.1 POST to a provider, over TCP or TLS, with a deadline on each
 // phase. The only code of the provider that sees Asio, Beast or OpenSSL (in the .cpp).
 //
-// Thread safety: immutable after Make; Post may run on several threads at once (each call
-// has its own io_context and connection; the TLS context is shared read-only). Blocking.
+// Thread safety: Post may run on several threads at once: each call has a connection (and
+// its io_context) of its own, taken from the pool of kept-alive ones under a mutex or made
+// anew; the TLS context is shared read-only. Blocking.
 #pragma once
 
 #include <chrono>
@@ -49,7 +50,9 @@ class HttpTransport {
   HttpTransport(const HttpTransport&) = delete;
   HttpTransport& operator=(const HttpTransport&) = delete;
 
-  // POSTs `body` (application/json) to `target` with the extra headers, on a new connection.
+  // POSTs `body` (application/json) to `target` with the extra headers, on an idle
+  // kept-alive connection when there is one (if the server closed it meanwhile, on a new
+  // one at once, within the same attempt), else on a new one.
   std::variant<HttpAnswer, TransportFailure> Post(const std::string& target,
                                                   const HeaderList& headers,
                                                   const std::string& body,

@@ -74,50 +74,57 @@ struct FakeProviderServer::Impl {
     }
   }
 
+  // Serves requests on one connection until one of them (or its reply) ends it.
   template <typename Stream>
   awaitable<void> Serve(Stream& stream, tcp::socket& raw, std::string sni) {
     boost::beast::flat_buffer buffer;
-    http::request<http::string_body> request;
-    co_await http::async_read(stream, buffer, request, use_awaitable);
-    RecordedRequest recorded;
-    recorded.method = std::string(request.method_string());
-    recorded.target = std::string(request.target());
-    recorded.body = request.body();
-    for (const auto& field : request) {
-      std::string name(field.name_string());
-      std::transform(name.begin(), name.end(), name.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      recorded.headers[name] = std::string(field.value());
-    }
-    recorded.sni = std::move(sni);
-    recorded.at = std::chrono::steady_clock::now();
-    const Reply reply = Next(std::move(recorded));
-    if (reply.delay.count() > 0) {
-      asio::steady_timer timer(io, reply.delay);
-      co_await timer.async_wait(use_awaitable);
-    }
     boost::system::error_code ignored;
-    switch (reply.action) {
-      case Reply::Action::kRespond: {
-        http::response<http::string_body> response{static_cast<http::status>(reply.status), 11};
-        response.set(http::field::content_type, "application/json");
-        for (const auto& [name, value] : reply.headers) response.set(name, value);
-        response.body() = reply.body;
-        response.keep_alive(false);
-        response.prepare_payload();
-        co_await http::async_write(stream, response, use_awaitable);
-        break;
+    for (;;) {
+      http::request<http::string_body> request;
+      co_await http::async_read(stream, buffer, request, use_awaitable);
+      RecordedRequest recorded;
+      recorded.method = std::string(request.method_string());
+      recorded.target = std::string(request.target());
+      recorded.body = request.body();
+      for (const auto& field : request) {
+        std::string name(field.name_string());
+        std::transform(name.begin(), name.end(), name.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        recorded.headers[name] = std::string(field.value());
       }
-      case Reply::Action::kResetMidBody: {
-        const std::string partial =
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
-            "{\"choices\":[{\"message\":";
-        co_await asio::async_write(stream, asio::buffer(partial), use_awaitable);
-        raw.set_option(asio::socket_base::linger(true, 0), ignored);
-        break;
+      recorded.sni = sni;
+      recorded.at = std::chrono::steady_clock::now();
+      const Reply reply = Next(std::move(recorded));
+      if (reply.delay.count() > 0) {
+        asio::steady_timer timer(io, reply.delay);
+        co_await timer.async_wait(use_awaitable);
       }
-      case Reply::Action::kCloseNoAnswer:
-        break;
+      bool keep = false;
+      switch (reply.action) {
+        case Reply::Action::kRespond: {
+          http::response<http::string_body> response{static_cast<http::status>(reply.status), 11};
+          response.set(http::field::content_type, "application/json");
+          response.keep_alive(request.keep_alive());
+          for (const auto& [name, value] : reply.headers) response.set(name, value);
+          keep = response.keep_alive();  // a scripted "Connection: close" wins
+          response.body() = reply.body;
+          response.prepare_payload();
+          co_await http::async_write(stream, response, use_awaitable);
+          keep = keep && !reply.close_after;
+          break;
+        }
+        case Reply::Action::kResetMidBody: {
+          const std::string partial =
+              "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+              "{\"choices\":[{\"message\":";
+          co_await asio::async_write(stream, asio::buffer(partial), use_awaitable);
+          raw.set_option(asio::socket_base::linger(true, 0), ignored);
+          break;
+        }
+        case Reply::Action::kCloseNoAnswer:
+          break;
+      }
+      if (!keep) break;
     }
     raw.close(ignored);
   }

@@ -1,6 +1,7 @@
 // A scripted HTTP(S) server on 127.0.0.1 standing in for an LLM provider in tests. It runs
 // on its own thread from construction to destruction (which stops it, cutting any reply
-// still pending); the n-th request received gets the n-th scripted reply (then 500).
+// still pending); the n-th request received gets the n-th scripted reply (then 500). A
+// connection serves requests while the client keeps it alive and the replies allow it.
 // No Asio here: only fake_provider_server.cpp includes it.
 #pragma once
 
@@ -25,6 +26,9 @@ struct Reply {
   std::vector<std::pair<std::string, std::string>> headers;
   std::chrono::milliseconds delay{0};  // before sending anything
   Action action = Action::kRespond;
+  // kRespond: answer as keeping the connection alive, then close it anyway (what a
+  // server's idle timeout does to a connection the client has pooled).
+  bool close_after = false;
 };
 
 struct RecordedRequest {

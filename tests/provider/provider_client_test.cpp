@@ -9,6 +9,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 #include <sstream>
+#include <thread>
 
 #include "provider/fake_provider_server.h"
 
@@ -417,6 +418,43 @@ TEST(ProviderClientTest, KeyNeverAppearsInFailuresDescribeOrLogs) {
   EXPECT_EQ(logged.find(kKey), std::string::npos) << logged;
   EXPECT_EQ(logged.find(partial), std::string::npos) << logged;
   EXPECT_EQ(logged.find(partial.substr(0, 12)), std::string::npos) << logged;
+}
+
+// A compaction sends one request per leaf: they share one kept-alive connection.
+TEST(ProviderClientTest, RequestsReuseTheKeptAliveConnection) {
+  std::vector<Reply> script(5, Json(200, OpenAiAnswer("same")));
+  FakeProviderServer server(script);
+  auto client = MakeClient("openai", server.Url("/v1"));
+  for (int i = 0; i < 5; ++i) {
+    const CompletionResult result = Ok(client->Complete(SampleRequest()));
+    EXPECT_EQ(result.text, "same");
+    EXPECT_EQ(result.attempts, 1);
+  }
+  EXPECT_EQ(server.requests().size(), 5u);
+  EXPECT_EQ(server.connections(), 1);
+  EXPECT_EQ(server.requests()[4].headers.count("connection"), 0u);  // HTTP/1.1: keep-alive
+}
+
+// A server that closes an idle connection (its keep-alive timeout) costs nothing: the
+// next request finds the pooled connection closed and goes out on a new one at once, in
+// the same attempt. An answer that says "close" is not pooled at all.
+TEST(ProviderClientTest, APooledConnectionTheServerClosedIsReplacedInTheSameAttempt) {
+  Reply closes_after = Json(200, OpenAiAnswer("first"));
+  closes_after.close_after = true;
+  Reply says_close = Json(200, OpenAiAnswer("second"));
+  says_close.headers = {{"Connection", "close"}};
+  FakeProviderServer server({closes_after, says_close, Json(200, OpenAiAnswer("third"))});
+  auto client = MakeClient("openai", server.Url("/v1"));
+  EXPECT_EQ(Ok(client->Complete(SampleRequest())).text, "first");
+  std::this_thread::sleep_for(50ms);  // the server's close reaches the pooled socket
+  const CompletionResult second = Ok(client->Complete(SampleRequest()));
+  EXPECT_EQ(second.text, "second");
+  EXPECT_EQ(second.attempts, 1);
+  const CompletionResult third = Ok(client->Complete(SampleRequest()));
+  EXPECT_EQ(third.text, "third");
+  EXPECT_EQ(third.attempts, 1);
+  EXPECT_EQ(server.requests().size(), 3u);  // the lost resend never reached a handler
+  EXPECT_EQ(server.connections(), 3);
 }
 
 TEST(ProviderClientTest, ConcurrentCallsShareOneClient) {
