@@ -16,6 +16,7 @@ using missy::provider_test::FakeProviderServer;
 using missy::provider_test::FakeServerOptions;
 using missy::provider_test::Json;
 using missy::provider_test::OpenAiAnswer;
+using missy::provider_test::Reply;
 using missy::testing::TempDir;
 using namespace std::chrono_literals;
 
@@ -110,6 +111,25 @@ TEST_F(ProviderTlsTest, TrustedCaOverAHostNameSendsSni) {
   ASSERT_EQ(requests.size(), 1u);
   EXPECT_EQ(requests[0].sni, "localhost");
   EXPECT_EQ(requests[0].headers.at("host"), "localhost:" + std::to_string(server.port()));
+}
+
+// One TLS handshake for several requests: the verified connection is kept alive.
+TEST_F(ProviderTlsTest, RequestsShareOneVerifiedConnection) {
+  FakeProviderServer server(std::vector<Reply>(3, Json(200, OpenAiAnswer("secure"))), ServerTls());
+  auto client =
+      MakeProviderClient("openai", {"gpt-test", server.Url("/v1", "localhost"), "sk-tls-key", 60},
+                         ClientOptions(Path("ca.pem")));
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  CompletionRequest request;
+  request.messages = {{"user", "hi"}};
+  for (int i = 0; i < 3; ++i) {
+    const auto outcome = (*client)->Complete(request);
+    ASSERT_TRUE(std::holds_alternative<CompletionResult>(outcome))
+        << std::get<ProviderFailure>(outcome).message;
+    EXPECT_EQ(std::get<CompletionResult>(outcome).attempts, 1);
+  }
+  EXPECT_EQ(server.requests().size(), 3u);
+  EXPECT_EQ(server.connections(), 1);
 }
 
 TEST_F(ProviderTlsTest, WrongCaIsRefusedWithoutRetry) {
