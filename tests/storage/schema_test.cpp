@@ -136,5 +136,50 @@ TEST(SchemaTest, MigratesAVersion4DatabaseToVersion5KeepingItsData) {
   EXPECT_EQ((*appended)[0].seq, 3);
 }
 
+// Version 7 → 8: the per-message summary_id column goes; a leaf's coverage is its range,
+// which the migrated summaries keep.
+TEST(SchemaTest, MigratesAVersion7DatabaseKeepingItsSummariesCoverage) {
+  TempDir dir;
+  const std::string path = dir.Join("v7.db");
+  {
+    auto conn = sqlite::Connection::Open(path, sqlite::Connection::Mode::kReadWriteCreate);
+    ASSERT_TRUE(conn.ok());
+    ASSERT_TRUE(schema::Migrate(**conn, 7).ok());
+    ASSERT_TRUE(
+        (*conn)
+            ->Exec("INSERT INTO sessions (id, created_at_ms, updated_at_ms, message_count, "
+                   "total_tokens, last_seq) VALUES ('old', 1, 2, 3, 9, 3);"
+                   "INSERT INTO messages (session_id, seq, role, content, created_at_ms, tokens, "
+                   "text, summary_id) VALUES "
+                   "('old', 1, 'user', '\"fix parser.py\"', 2, 3, 'fix parser.py', 'sum_a'),"
+                   "('old', 2, 'assistant', '\"done\"', 2, 3, 'done', 'sum_a'),"
+                   "('old', 3, 'user', '\"thanks\"', 2, 3, 'thanks', NULL);"
+                   "INSERT INTO summaries (id, session_id, depth, content, tokens, first_seq, "
+                   "last_seq, created_at_ms) VALUES ('sum_a', 'old', 0, 'the parser was fixed', "
+                   "5, 1, 2, 3);")
+            .ok());
+  }
+  auto db = OpenDbOrDie(path);
+  ASSERT_TRUE(db);
+  EXPECT_EQ(db.db->SchemaVersion(), 8);
+  EXPECT_EQ(RawQuery(path,
+                     "SELECT count(*) FROM pragma_table_info('messages') WHERE name = "
+                     "'summary_id'"),
+            "0");
+  auto covered = db->summaries.Messages("sum_a");
+  ASSERT_TRUE(covered.ok()) << covered.status().ToString();
+  ASSERT_EQ(covered->size(), 2u);
+  EXPECT_EQ((*covered)[0].message.text, "fix parser.py");
+  EXPECT_EQ(db->messages.Load("old")->size(), 3u);
+  SummaryRecord overlapping;
+  overlapping.session_id = "old";
+  overlapping.content = "again";
+  overlapping.first_seq = 2;
+  overlapping.last_seq = 3;
+  EXPECT_EQ(db->summaries.Insert(overlapping).status().code(), StatusCode::kConflict);
+  overlapping.first_seq = 3;
+  EXPECT_TRUE(db->summaries.Insert(overlapping).ok());
+}
+
 }  // namespace
 }  // namespace missy
