@@ -54,14 +54,16 @@ Status Validate(const SummaryRecord& s) {
   return Status::Ok();
 }
 
-// A leaf's range is its messages' coverage: no message is covered by two leaves.
+// A leaf's range is its messages' coverage: no message is covered by two leaves. As the
+// other leaves do not overlap, only the last one starting at or before this one's end can
+// (one index step, however many leaves the session has).
 Status MustNotOverlap(Connection& c, const SummaryRecord& leaf) {
   MISSY_ASSIGN_STMT(q, c,
                     "SELECT id, first_seq, last_seq FROM summaries WHERE session_id = ?1 AND "
-                    "depth = 0 AND first_seq <= ?3 AND last_seq >= ?2 AND id != ?4 LIMIT 1");
-  q.Bind(1, leaf.session_id).Bind(2, leaf.first_seq).Bind(3, leaf.last_seq).Bind(4, leaf.id);
+                    "depth = 0 AND first_seq <= ?2 AND id != ?3 ORDER BY first_seq DESC LIMIT 1");
+  q.Bind(1, leaf.session_id).Bind(2, leaf.last_seq).Bind(3, leaf.id);
   MISSY_ASSIGN_NEXT(row, q, "check leaf coverage");
-  if (!row) return Status::Ok();
+  if (!row || q.Int(2) < leaf.first_seq) return Status::Ok();
   return Status::Conflict("messages " + std::to_string(leaf.first_seq) + ".." +
                               std::to_string(leaf.last_seq) + " overlap summary '" + q.Text(0) +
                               "' (" + std::to_string(q.Int(1)) + ".." + std::to_string(q.Int(2)) +

@@ -57,8 +57,6 @@ AuditDetail& AddBackend(AuditDetail& detail, const SelectedBackend& selected,
   return detail;
 }
 
-// Stores `record` with its audit event (and the job's renewed lease) in one transaction;
-// returns it as stored.
 // A summary written, waiting for its commit.
 struct PendingSummary {
   SummaryRecord record;
@@ -95,6 +93,8 @@ Result<std::vector<SummaryRecord>> Store(const ServiceDeps& deps, const Summariz
   return stored;
 }
 
+// Stores `record` with its audit event (and the job's renewed lease) in one transaction;
+// returns it as stored.
 Result<SummaryRecord> Store(const ServiceDeps& deps, const SummarizeRequest& request,
                             const SummaryRecord& record, AuditDetail detail) {
   std::vector<PendingSummary> one(1);

@@ -53,6 +53,10 @@ TEST_F(SummaryStoreTest, ALeafOverlappingAnotherIsRefusedAndNothingIsStored) {
   // Beside it on either side is fine.
   EXPECT_TRUE(db_->summaries.Insert(Leaf(1, 2, "one and two")).ok());
   EXPECT_TRUE(db_->summaries.Insert(Leaf(7, 12, "the rest")).ok());
+  // Among several leaves, the one overlapping is found wherever it lies.
+  EXPECT_EQ(db_->summaries.Insert(Leaf(2, 2, "again")).status().code(), StatusCode::kConflict);
+  EXPECT_EQ(db_->summaries.Insert(Leaf(5, 8, "again")).status().code(), StatusCode::kConflict);
+  EXPECT_EQ(RawQuery(path_, "SELECT count(*) FROM summaries"), "3");
 }
 
 TEST_F(SummaryStoreTest, CondensingSetsParentsAndHidesChildren) {
