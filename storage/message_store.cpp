@@ -112,20 +112,27 @@ EncodedBatch::EncodedBatch(std::vector<NewMessage>&& batch) {
 }
 
 Result<std::vector<StoredMessage>> MessageStore::Append(Txn& txn, std::string_view session_id,
-                                                        EncodedBatch&& batch, int64_t now_ms) {
+                                                        EncodedBatch&& batch, int64_t now_ms,
+                                                        SessionCounters* after) {
   Connection& c = txn.conn();
   int64_t batch_tokens = 0;
   for (const EncodedBatch::Row& row : batch.rows_) batch_tokens += row.source.tokens;
   const int64_t n = static_cast<int64_t>(batch.rows_.size());
   int64_t seq = 0;
   {
-    MISSY_ASSIGN_STMT(last, c, "SELECT last_seq FROM sessions WHERE id = ?1");
+    MISSY_ASSIGN_STMT(last, c,
+                      "SELECT last_seq, message_count, total_tokens, anchor_seq, "
+                      "anchor_summaries FROM sessions WHERE id = ?1");
     last.Bind(1, session_id);
     MISSY_ASSIGN_NEXT(row, last, "read session");
     if (!row) {
       return Status::NotFound("session '" + std::string(session_id) + "' not found", "session_id");
     }
     seq = last.Int(0);
+    if (after != nullptr) {
+      *after = SessionCounters{
+          last.Int(1) + n, last.Int(2) + batch_tokens, seq + n, now_ms, last.Int(3), last.Int(4)};
+    }
   }
   // (UPDATE ... RETURNING would save the SELECT, but SQLite buffers RETURNING rows in
   // an ephemeral table: measurably more writer CPU per append than the point read.)

@@ -46,8 +46,10 @@ class MessageStore {
   // the same write. Returns the stored rows (seq, created_at_ms = now_ms), holding the
   // batch's messages (moved, not copied). kNotFound for an unknown session. An empty
   // batch stores nothing (the session must still exist).
+  // `after` (optional) gets the session's counters as this write leaves them.
   Result<std::vector<StoredMessage>> Append(Txn& txn, std::string_view session_id,
-                                            EncodedBatch&& batch, int64_t now_ms);
+                                            EncodedBatch&& batch, int64_t now_ms,
+                                            SessionCounters* after = nullptr);
   // Encodes on the writer thread; prefer the EncodedBatch form inside a composed write.
   Result<std::vector<StoredMessage>> Append(Txn& txn, std::string_view session_id,
                                             std::vector<NewMessage>&& batch, int64_t now_ms);

@@ -17,6 +17,17 @@ struct ListOptions {
 };
 
 // A message to append: the message plus what was computed for it before storing.
+// A session's counters as a write left them (MessageStore::Append): what changes on
+// every append, read inside the write so that no read follows it.
+struct SessionCounters {
+  int64_t message_count = 0;
+  int64_t total_tokens = 0;
+  int64_t last_seq = 0;
+  int64_t updated_at_ms = 0;
+  int64_t anchor_seq = 0;
+  int64_t anchor_summaries = 0;
+};
+
 struct NewMessage {
   Message message;
   int64_t tokens = 0;

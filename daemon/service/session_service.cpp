@@ -112,6 +112,14 @@ Result<Session> SessionService::Get(const std::string& id) {
   return session;
 }
 
+Result<Session> SessionService::Settings(const std::string& id) {
+  if (std::optional<Session> known = settings_.Find(id)) return std::move(*known);
+  const uint64_t stamp = settings_.Stamp();
+  Result<Session> session = Get(id);
+  if (session.ok()) settings_.Put(*session, stamp);
+  return session;
+}
+
 Result<std::vector<Session>> SessionService::List(const ListOptions& options) {
   return deps_.stores->sessions.List(options);
 }
@@ -146,6 +154,7 @@ void SessionService::Delete(const std::string& id, Done<SessionDeletion> done) {
         [this, id, result, release, done](Status st) {
           // Even a failed delete leaves the cached window suspect: reload it next time.
           history_.Invalidate(id);
+          settings_.Forget(id);
           if (!st.ok()) {
             release();
             return done(st);
@@ -169,7 +178,7 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
     return done(Failed(
         Status::PayloadTooLarge("at most " + std::to_string(kMaxBatch) + " messages per append")));
   }
-  Result<Session> session = Get(request.session_id);
+  Result<Session> session = Settings(request.session_id);
   if (!session.ok()) return done(Failed(session.status()));
   const bool strict = request.strict.value_or(session->strict);
   auto config = deps_.config->Get();
@@ -193,9 +202,14 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
     std::string encoding;
     std::function<void(AppendOutcome)> done;
     AppendValidation validation;
+    EncodedBatch encoded;
+    int64_t tokens_total = 0;
     std::vector<StoredMessage> stored;
+    Session session;  // settings; the counters are the write's
   };
-  auto state = std::make_shared<State>(State{{}, {}, {}, config, counter, {}, {}, {}, {}, {}});
+  auto state =
+      std::make_shared<State>(State{{}, {}, {}, config, counter, {}, {}, {}, {}, {}, 0, {}, {}});
+  state->session = std::move(*session);
   state->request = std::move(request);
   state->tokens = std::move(tokens);
   state->extracts = std::move(extracts);
@@ -238,31 +252,40 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
       out.warnings = std::move(state->validation.warnings);
       return state->done(std::move(out));
     }
+    // Serialised here, in the session's queue: the writer thread only binds.
+    std::vector<NewMessage> batch(state->request.messages.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      batch[i].tokens = state->tokens[i];
+      batch[i].extract = std::move(state->extracts[i]);
+      batch[i].flags = state->validation.flags[i];
+      if (i < state->request.pinned.size() && state->request.pinned[i]) {
+        batch[i].flags |= kFlagPinned;
+      }
+      batch[i].message = std::move(state->request.messages[i]);
+      state->tokens_total += batch[i].tokens;
+    }
+    state->encoded = EncodedBatch(std::move(batch));
     const int64_t now = deps_.clock->NowMs();
     CommitAsync(
         deps_,
         [this, state, id, now](Txn& txn) -> Status {
-          std::vector<NewMessage> batch(state->request.messages.size());
-          int64_t total = 0;
-          for (size_t i = 0; i < batch.size(); ++i) {
-            batch[i].tokens = state->tokens[i];
-            batch[i].extract = std::move(state->extracts[i]);
-            batch[i].flags = state->validation.flags[i];
-            if (i < state->request.pinned.size() && state->request.pinned[i]) {
-              batch[i].flags |= kFlagPinned;
-            }
-            batch[i].message = std::move(state->request.messages[i]);
-            total += batch[i].tokens;
-          }
+          SessionCounters after;
           Result<std::vector<StoredMessage>> rows =
-              deps_.stores->messages.Append(txn, id, std::move(batch), now);
+              deps_.stores->messages.Append(txn, id, std::move(state->encoded), now, &after);
           if (!rows.ok()) return rows.status();
           state->stored = std::move(*rows);
+          Session& s = state->session;
+          s.message_count = after.message_count;
+          s.total_tokens = after.total_tokens;
+          s.last_seq = after.last_seq;
+          s.updated_at_ms = after.updated_at_ms;
+          s.anchor_seq = after.anchor_seq;
+          s.anchor_summaries = after.anchor_summaries;
           AuditDetail detail;
           detail.Add("count", state->stored.size())
               .Add("first_seq", state->stored.front().seq)
               .Add("last_seq", state->stored.back().seq)
-              .Add("tokens", total)
+              .Add("tokens", state->tokens_total)
               .Add("encoding", state->encoding);
           if (!state->validation.warnings.empty()) {
             detail.AddJson("warnings", WarningsJson(state->validation.warnings));
@@ -273,6 +296,7 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
         [this, state, id, release](Status st) {
           if (!st.ok()) {
             history_.Invalidate(id);
+            if (st.code() == StatusCode::kNotFound) settings_.Forget(id);  // deleted meanwhile
             release();
             return state->done(Failed(st));
           }
@@ -288,11 +312,9 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
             history_.Recharge(id);
           }
           SearchableChanged(deps_, id);
-          Result<Session> after = Get(id);  // before the next append of the session starts
-          RunOnWorker(deps_, release);      // the next task runs beside this answer
-          if (!after.ok()) return state->done(Failed(after.status()));
-          if (trigger_ != nullptr) trigger_->Appended(*after);
-          out.session = std::move(*after);
+          RunOnWorker(deps_, release);  // the next task runs beside this answer
+          if (trigger_ != nullptr) trigger_->Appended(state->session);
+          out.session = std::move(state->session);
           state->done(std::move(out));
         });
   });

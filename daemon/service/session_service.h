@@ -17,6 +17,7 @@
 #include "core/sanitizer.h"
 #include "core/session.h"
 #include "daemon/service/service_deps.h"
+#include "daemon/service/session_settings.h"
 #include "storage/records.h"
 #include "storage/session_store.h"
 
@@ -46,7 +47,9 @@ struct AppendOutcome {
   std::vector<AppendWarning> warnings;  // also set on a strict refusal
   std::vector<AppendedMessage> messages;
   std::string encoding;  // the counter used
-  Session session;       // counters after the append
+  // The session's settings and counters after the append (read inside its write); its
+  // system prompt, tools and metadata are left empty.
+  Session session;
 };
 
 class SessionService {
@@ -79,7 +82,11 @@ class SessionService {
   void AddDeletionObserver(std::function<void(const std::string&)> observer);
 
  private:
+  // Get, from memory when the session's settings are known there.
+  Result<Session> Settings(const std::string& id);
+
   ServiceDeps deps_;
+  SessionSettings settings_;
   HistoryCache& history_;
   SessionQueue& queue_;
   SummaryTrigger* trigger_;

@@ -111,6 +111,30 @@ TEST_F(SessionDeleteTest, AnAppendAfterTheDeleteIsNotFoundAndStoresNothing) {
   EXPECT_EQ(services_->history.Find("late"), nullptr);
 }
 
+// An append takes its session's settings from memory (no session row is read): a session
+// deleted and created again under its id must be appended with the new settings (strict
+// here), and its counters start over.
+TEST_F(SessionDeleteTest, ASessionCreatedAgainIsAppendedWithItsNewSettings) {
+  const auto orphan = [] { return std::vector<Message>{Message::ToolResult("call_9", "?")}; };
+  ASSERT_TRUE(Create("s", /*strict=*/false).ok());
+  AppendOutcome lax = Append("s", orphan());
+  ASSERT_TRUE(lax.status.ok()) << lax.status.ToString();
+  EXPECT_EQ(lax.messages[0].flags, kFlagOrphanResult);
+  EXPECT_FALSE(lax.session.strict);
+
+  ASSERT_TRUE(Delete("s").ok());
+  ASSERT_TRUE(Create("s", /*strict=*/true).ok());
+  AppendOutcome refused = Append("s", orphan());
+  EXPECT_EQ(refused.status.code(), StatusCode::kUnprocessable) << refused.status.ToString();
+  AppendOutcome ok = Append("s", {Message::User("hello again")});
+  ASSERT_TRUE(ok.status.ok()) << ok.status.ToString();
+  EXPECT_TRUE(ok.session.strict);
+  EXPECT_EQ(ok.session.message_count, 1);
+  EXPECT_EQ(ok.session.last_seq, 1);
+  EXPECT_EQ(ok.session.total_tokens, ok.messages[0].tokens);
+  EXPECT_EQ(Stored("s").size(), 1u);
+}
+
 // A long session evicts from the front, so its contexts carry an anchor (where the
 // kept history starts). Deleted and created again under the same id, the new session
 // must not inherit it: its first context keeps everything from seq 1.
