@@ -8,6 +8,7 @@
 
 #include "core/context_types.h"
 #include "core/message.h"
+#include "core/session.h"
 
 namespace missy {
 
@@ -26,6 +27,15 @@ struct SessionCounters {
   int64_t updated_at_ms = 0;
   int64_t anchor_seq = 0;
   int64_t anchor_summaries = 0;
+
+  void ApplyTo(Session& session) const {
+    session.message_count = message_count;
+    session.total_tokens = total_tokens;
+    session.last_seq = last_seq;
+    session.updated_at_ms = updated_at_ms;
+    session.anchor_seq = anchor_seq;
+    session.anchor_summaries = anchor_summaries;
+  }
 };
 
 struct NewMessage {

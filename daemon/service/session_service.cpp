@@ -274,13 +274,7 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
               deps_.stores->messages.Append(txn, id, std::move(state->encoded), now, &after);
           if (!rows.ok()) return rows.status();
           state->stored = std::move(*rows);
-          Session& s = state->session;
-          s.message_count = after.message_count;
-          s.total_tokens = after.total_tokens;
-          s.last_seq = after.last_seq;
-          s.updated_at_ms = after.updated_at_ms;
-          s.anchor_seq = after.anchor_seq;
-          s.anchor_summaries = after.anchor_summaries;
+          after.ApplyTo(state->session);
           AuditDetail detail;
           detail.Add("count", state->stored.size())
               .Add("first_seq", state->stored.front().seq)
