@@ -78,8 +78,8 @@ RankedTerms RankTerms(Connection& c, const std::vector<std::string>& terms) {
 }
 
 // Runs the search on each selected source and appends the hits (score = -bm25).
-Status SearchSources(Connection& c, const SearchOptions& o, const std::string& match, bool pending,
-                     std::vector<MemoryHit>& hits) {
+Status SearchSources(Connection& c, const SearchOptions& o, const std::string& match,
+                     const MessageIndexer::PendingInTemp& pending, std::vector<MemoryHit>& hits) {
   const int64_t snippet_tokens = std::clamp(o.snippet_tokens, 1, 64);
   struct Source {
     bool enabled;
@@ -104,8 +104,14 @@ Status SearchSources(Connection& c, const SearchOptions& o, const std::string& m
        "messages_fts.rank FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
        "WHERE messages_fts MATCH ?1 AND (?2 = '' OR m.session_id = ?2) AND (?3 = '' OR "
        "m.session_id <> ?3) ORDER BY messages_fts.rank LIMIT ?5"},
-      // Committed messages the index has not caught up with (see Search).
-      {o.messages && pending, "message",
+      // Committed summaries and messages the index has not caught up with (see Search).
+      {o.summaries && pending.summaries, "summary",
+       "SELECT s.id, snippet(pending_summaries_fts, 0, '', '', '...', ?4), "
+       "pending_summaries_fts.rank FROM temp.pending_summaries_fts JOIN summaries s ON s.n = "
+       "pending_summaries_fts.rowid WHERE pending_summaries_fts MATCH ?1 AND (?2 = '' OR "
+       "s.session_id = ?2) AND (?3 = '' OR s.session_id <> ?3) ORDER BY "
+       "pending_summaries_fts.rank LIMIT ?5"},
+      {o.messages && pending.messages, "message",
        "SELECT m.session_id || ':' || m.seq, snippet(pending_messages_fts, 0, '', '', '...', "
        "?4), pending_messages_fts.rank FROM temp.pending_messages_fts JOIN messages m ON m.id "
        "= pending_messages_fts.rowid WHERE pending_messages_fts MATCH ?1 AND (?2 = '' OR "
@@ -136,15 +142,16 @@ Result<std::vector<MemoryHit>> Search(Database& db, const SearchOptions& options
   std::vector<MemoryHit> hits;
   const std::vector<std::string> terms = fts::QueryTerms(options.query);
   if (terms.empty() || options.max_results <= 0) return hits;
-  // Appends are acknowledged before their text is indexed: bring the index up to date
-  // first (through the writer, so the index rows and the watermark commit together).
-  // If that fails (read-only file, disk full), the rows still above the watermark are
-  // indexed into a temporary table of this reader instead, so a search never misses a
-  // committed message either way.
-  if (options.messages && options.wait_for_index) (void)MessageIndexer::CatchUp(db);
+  // Appends and summaries are acknowledged before their text is indexed: bring the
+  // index up to date first (through the writer, so the index rows and the watermark
+  // commit together). If that fails (read-only file, disk full), the rows still above
+  // the watermark are indexed into temporary tables of this reader instead, so a search
+  // never misses a committed message or summary either way.
+  const bool catch_up = (options.messages || options.summaries) && options.wait_for_index;
+  if (catch_up) (void)MessageIndexer::CatchUp(db);
   MISSY_RETURN_IF_ERROR(db.Read([&](Connection& c) -> Status {
-    bool pending = false;
-    if (options.messages && options.wait_for_index) {
+    MessageIndexer::PendingInTemp pending;
+    if (catch_up) {
       auto filled = MessageIndexer::IndexPendingIntoTemp(c);
       if (!filled.ok()) return filled.status();
       pending = *filled;
@@ -158,7 +165,7 @@ Result<std::vector<MemoryHit>> Search(Database& db, const SearchOptions& options
       st = SearchSources(c, options, match, pending, hits);
       if (!st.ok() || !hits.empty()) break;
     }
-    if (pending) (void)MessageIndexer::ClearTemp(c);
+    (void)MessageIndexer::ClearTemp(c, pending);
     return st;
   }));
   std::stable_sort(hits.begin(), hits.end(),

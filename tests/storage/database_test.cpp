@@ -54,7 +54,7 @@ TEST(DatabaseTest, RefusesNewerSchemaAndLeavesTheFileAlone) {
   const std::string path = dir.Join("future.db");
   RawExec(path,
           "CREATE TABLE future_stuff (x); INSERT INTO future_stuff VALUES (42); PRAGMA "
-          "user_version = 9;");
+          "user_version = 99;");
   const std::string before = ReadFileOrDie(path);
   auto db = Database::Open(path);
   ASSERT_FALSE(db.ok());

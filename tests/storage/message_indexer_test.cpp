@@ -180,7 +180,7 @@ TEST(DeferredIndexTest, MigrationFromVersion3KeepsTheIndexAndIndexesNewRows) {
             "3");
   auto db = OpenDbOrDie(path);
   ASSERT_TRUE(db);
-  EXPECT_EQ(db.db->SchemaVersion(), 8);
+  EXPECT_EQ(db.db->SchemaVersion(), Database::LatestSchemaVersion());
   EXPECT_EQ(Watermark(path), "3");  // everything the trigger indexed
   EXPECT_EQ(
       RawQuery(
@@ -286,6 +286,193 @@ TEST(DeferredIndexTest, AFullDiskDoesNotHideMessagesFromSearch) {
   auto hits = Search(*db.db, o);  // the catch-up may not fit: the search falls back
   ASSERT_TRUE(hits.ok()) << hits.status().ToString();
   EXPECT_EQ(hits->size(), static_cast<size_t>(appended));
+}
+
+// --- Summaries (schema version 9): the same watermark rules over summaries.n ---------
+
+std::string SummaryWatermark(const std::string& path) {
+  return RawQuery(path, "SELECT value FROM meta WHERE key = 'summaries_fts_indexed'");
+}
+
+std::string MaxSummaryN(const std::string& path) {
+  return RawQuery(path, "SELECT coalesce(max(n), 0) FROM summaries");
+}
+
+SummaryRecord LeafOf(const std::string& session, int64_t first, int64_t last,
+                     const std::string& text) {
+  SummaryRecord s;
+  s.session_id = session;
+  s.content = text;
+  s.tokens = 10;
+  s.first_seq = first;
+  s.last_seq = last;
+  s.descendant_count = last - first + 1;
+  s.created_at_ms = 5;
+  return s;
+}
+
+std::vector<std::string> SummaryIds(const std::vector<MemoryHit>& hits) {
+  std::vector<std::string> ids;
+  for (const MemoryHit& h : hits) {
+    if (h.source == "summary") ids.push_back(h.id);
+  }
+  return ids;
+}
+
+// A stored summary is not indexed in its own commit; a search catches the index up
+// first, and an idle writer indexes it on its own.
+TEST(DeferredIndexTest, ASummaryIsIndexedAfterItsCommitAndFoundAtOnce) {
+  TempDir dir;
+  const std::string path = dir.Join("m.db");
+  DatabaseOptions options;
+  options.index_idle_ms = 1000000;  // no idle indexing until the search below
+  auto db = OpenDbOrDie(path, options);
+  ASSERT_TRUE(db);
+  ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
+  const std::string before = SummaryWatermark(path);
+  auto stored = db->summaries.Insert(LeafOf("s", 1, 4, "the parser tortoise was fixed"));
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  EXPECT_EQ(SummaryWatermark(path), before);  // not in the summary's own commit
+  EXPECT_EQ(RawQuery(path,
+                     "SELECT count(*) FROM summaries_fts WHERE summaries_fts MATCH "
+                     "'tortoise'"),
+            "0");
+  SearchOptions o;
+  o.query = "tortoise";
+  auto hits = Search(*db.db, o);
+  ASSERT_TRUE(hits.ok()) << hits.status().ToString();
+  EXPECT_EQ(SummaryIds(*hits), (std::vector<std::string>{stored->id}));
+  EXPECT_EQ(SummaryWatermark(path), MaxSummaryN(path));
+  ExpectIndexConsistent(path);
+}
+
+TEST(DeferredIndexTest, AnIdleWriterIndexesThePendingSummaries) {
+  TempDir dir;
+  const std::string path = dir.Join("m.db");
+  auto db = OpenDbOrDie(path);
+  ASSERT_TRUE(db);
+  ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(db->summaries
+                    .Insert(LeafOf("s", 2 * i + 1, 2 * i + 2, "summary heron " + std::to_string(i)))
+                    .ok());
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (SummaryWatermark(path) != MaxSummaryN(path) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(SummaryWatermark(path), MaxSummaryN(path));
+  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM summaries_fts WHERE summaries_fts MATCH 'heron'"),
+            "20");
+  ExpectIndexConsistent(path);
+}
+
+// Deleting or updating a summary above the watermark must not touch the index (it is
+// not in it); below it, the index follows; a reused n below the watermark is indexed at
+// once.
+TEST(DeferredIndexTest, UpdatesAndDeletesOfPendingAndIndexedSummariesStayInSync) {
+  TempDir dir;
+  const std::string path = dir.Join("m.db");
+  auto db = OpenDbOrDie(path);
+  ASSERT_TRUE(db);
+  ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
+  auto first = db->summaries.Insert(LeafOf("s", 1, 2, "indexed walrus"));
+  ASSERT_TRUE(first.ok());
+  SearchOptions o;
+  o.messages = false;
+  o.memory = false;
+  o.query = "walrus";
+  ASSERT_EQ(SummaryIds(*Search(*db.db, o)), (std::vector<std::string>{first->id}));
+  ASSERT_EQ(SummaryWatermark(path), "1");
+  RawExec(path,
+          "INSERT INTO summaries (n, id, session_id, content, first_seq, last_seq, "
+          "created_at_ms) VALUES (2, 'sum_otter', 's', 'pending otter', 3, 4, 1),"
+          "(3, 'sum_lynx', 's', 'pending lynx', 5, 6, 1),"
+          "(4, 'sum_ibis', 's', 'pending ibis', 7, 8, 1);"
+          "UPDATE summaries SET content = 'pending heron' WHERE n = 2;"
+          "DELETE FROM summaries WHERE n = 3;"
+          "UPDATE summaries SET content = 'indexed seal' WHERE n = 1;");
+  EXPECT_EQ(SummaryWatermark(path), "1");
+  ExpectIndexConsistent(path);
+  o.query = "walrus";
+  EXPECT_TRUE(SummaryIds(*Search(*db.db, o)).empty());
+  o.query = "seal";
+  EXPECT_EQ(SummaryIds(*Search(*db.db, o)), (std::vector<std::string>{first->id}));
+  o.query = "heron";
+  EXPECT_EQ(SummaryIds(*Search(*db.db, o)), (std::vector<std::string>{"sum_otter"}));
+  o.query = "lynx";
+  EXPECT_TRUE(SummaryIds(*Search(*db.db, o)).empty());
+  o.query = "ibis";
+  EXPECT_EQ(SummaryIds(*Search(*db.db, o)), (std::vector<std::string>{"sum_ibis"}));
+  EXPECT_EQ(SummaryWatermark(path), "4");
+  ExpectIndexConsistent(path);
+  RawExec(path, "DELETE FROM summaries WHERE n = 4;");
+  auto reused = db->summaries.Insert(LeafOf("s", 9, 10, "reused puffin"));
+  ASSERT_TRUE(reused.ok());
+  EXPECT_EQ(RawQuery(path, "SELECT n FROM summaries WHERE id = '" + reused->id + "'"), "3");
+  EXPECT_EQ(RawQuery(path,
+                     "SELECT count(*) FROM summaries_fts WHERE summaries_fts MATCH "
+                     "'puffin'"),
+            "1");  // below the watermark: indexed in its own commit
+  ExpectIndexConsistent(path);
+}
+
+TEST(DeferredIndexTest, ReadOnlySearchStillFindsPendingSummaries) {
+  TempDir dir;
+  const std::string path = dir.Join("m.db");
+  {
+    auto db = OpenDbOrDie(path);
+    ASSERT_TRUE(db);
+    ASSERT_TRUE(db->sessions.Create(SimpleSession("s")).ok());
+  }
+  RawExec(path,
+          "INSERT INTO summaries (id, session_id, content, first_seq, last_seq, created_at_ms) "
+          "VALUES ('sum_yak', 's', 'pending bison yak', 1, 2, 1);");
+  ASSERT_LT(std::stoll(SummaryWatermark(path)), std::stoll(MaxSummaryN(path)));
+  DatabaseOptions ro;
+  ro.read_only = true;
+  auto db = OpenDbOrDie(path, ro);
+  ASSERT_TRUE(db);
+  SearchOptions o;
+  o.query = "yak";
+  EXPECT_EQ(SummaryIds(*Search(*db.db, o)), (std::vector<std::string>{"sum_yak"}));
+  o.session_id = "other";
+  EXPECT_TRUE(SummaryIds(*Search(*db.db, o)).empty());
+  EXPECT_LT(std::stoll(SummaryWatermark(path)), std::stoll(MaxSummaryN(path)));  // no write
+}
+
+TEST(DeferredIndexTest, MigrationFromVersion8KeepsTheSummaryIndex) {
+  TempDir dir;
+  const std::string path = dir.Join("v8.db");
+  {
+    auto conn = sqlite::Connection::Open(path, sqlite::Connection::Mode::kReadWriteCreate);
+    ASSERT_TRUE(conn.ok());
+    ASSERT_TRUE(schema::Migrate(**conn, 8).ok());
+    ASSERT_TRUE((*conn)
+                    ->Exec("INSERT INTO sessions (id, created_at_ms, updated_at_ms) VALUES "
+                           "('old', 1, 1);"
+                           "INSERT INTO summaries (id, session_id, content, first_seq, last_seq, "
+                           "created_at_ms) VALUES ('sum_a', 'old', 'old gazelle', 1, 2, 1), "
+                           "('sum_b', 'old', 'old impala', 3, 4, 1);")
+                    .ok());
+  }
+  auto db = OpenDbOrDie(path);
+  ASSERT_TRUE(db);
+  EXPECT_EQ(db.db->SchemaVersion(), Database::LatestSchemaVersion());
+  EXPECT_EQ(SummaryWatermark(path), "2");  // what the version 3 trigger indexed
+  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM summaries_fts WHERE summaries_fts MATCH 'old'"),
+            "2");
+  SearchOptions o;
+  o.query = "impala";
+  EXPECT_EQ(SummaryIds(*Search(*db.db, o)), (std::vector<std::string>{"sum_b"}));
+  auto added = db->summaries.Insert(LeafOf("old", 5, 6, "new oryx"));
+  ASSERT_TRUE(added.ok());
+  o.query = "oryx";
+  EXPECT_EQ(SummaryIds(*Search(*db.db, o)), (std::vector<std::string>{added->id}));
+  o.query = "old";
+  EXPECT_EQ(SummaryIds(*Search(*db.db, o)).size(), 2u);  // none indexed twice
+  ExpectIndexConsistent(path);
 }
 
 }  // namespace

@@ -104,7 +104,7 @@ TEST(SchemaTest, MigratesAVersion4DatabaseToVersion5KeepingItsData) {
   }
   auto db = OpenDbOrDie(path);
   ASSERT_TRUE(db);
-  EXPECT_EQ(db.db->SchemaVersion(), 8);
+  EXPECT_EQ(db.db->SchemaVersion(), Database::LatestSchemaVersion());
   auto session = db->sessions.Get("old");
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   EXPECT_EQ(session->model, "gpt-4o");
@@ -161,7 +161,7 @@ TEST(SchemaTest, MigratesAVersion7DatabaseKeepingItsSummariesCoverage) {
   }
   auto db = OpenDbOrDie(path);
   ASSERT_TRUE(db);
-  EXPECT_EQ(db.db->SchemaVersion(), 8);
+  EXPECT_EQ(db.db->SchemaVersion(), Database::LatestSchemaVersion());
   EXPECT_EQ(RawQuery(path,
                      "SELECT count(*) FROM pragma_table_info('messages') WHERE name = "
                      "'summary_id'"),
