@@ -2,8 +2,8 @@
 
 #include <linux/futex.h>
 #include <pthread.h>
-#include <time.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,9 +16,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include "storage/message_indexer.h"
 #include "storage/schema.h"
 #include "storage/sqlite.h"
+#include "storage/text_indexer.h"
 
 namespace missy {
 
@@ -576,8 +576,8 @@ class Database::Impl {
   std::atomic<bool> far_behind_{false};       // the last commit left 4x the threshold in the WAL
   std::mutex checkpoint_mu_;
   std::condition_variable checkpoint_cv_;
-  bool checkpoint_requested_ = false;  // guarded by checkpoint_mu_
-  bool checkpoint_stopping_ = false;   // guarded by checkpoint_mu_
+  bool checkpoint_requested_ = false;           // guarded by checkpoint_mu_
+  bool checkpoint_stopping_ = false;            // guarded by checkpoint_mu_
   std::atomic<bool> finish_checkpoint_{false};  // the checkpoint thread finished a pass
   std::thread checkpoint_thread_;
 
@@ -669,7 +669,7 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path,
     checkpointer = std::move(*opened);
   }
   auto impl = std::make_unique<Impl>(path, options, std::move(*conn),
-                                     std::make_unique<MessageIndexer>(), std::move(checkpointer));
+                                     std::make_unique<TextIndexer>(), std::move(checkpointer));
   return std::unique_ptr<Database>(new Database(std::move(impl)));
 }
 

@@ -10,11 +10,11 @@
 // keep working. A database whose user_version is newer than this build knows is
 // refused by Open() with kCorruption, and left untouched.
 //
-// Between write transactions the writer runs background work: the message indexer
-// (storage/message_indexer.h) indexes message text for search in batches of
+// Between write transactions the writer runs background work: the text indexer
+// (storage/text_indexer.h) indexes message and summary text for search in batches of
 // options.index_batch, once no write arrived for options.index_idle_ms, and in
 // alternation with write transactions while more than options.max_index_backlog
-// messages wait.
+// messages and summaries wait.
 #pragma once
 
 #include <cstdint>
@@ -56,8 +56,8 @@ struct DatabaseOptions {
                                                    // (PRAGMA cache_size = -KiB on each)
   int checkpoint_pages = 1000;  // a checkpoint thread copies the WAL back into the database
                                 // file once it holds this many pages (SQLite's default)
-  int max_readers = 6;  // read connections open at once; a Read waits while all are busy
-                        // (a Read nested in another on the same thread gets one more)
+  int max_readers = 6;          // read connections open at once; a Read waits while all are busy
+                                // (a Read nested in another on the same thread gets one more)
 };
 
 // SQLite memory, for /v1/health and the memory bound (Database::MemoryStats).

@@ -1,6 +1,6 @@
 // MessageStore: a session's messages, in per-session seq order from 1. Thread-safe;
 // reads use Database::Read, writes take the caller's Txn (or wrap one Database::Write).
-// Message text is indexed for search off the append path (storage/message_indexer.h).
+// Message text is indexed for search off the append path (storage/text_indexer.h).
 #pragma once
 
 #include <cstdint>

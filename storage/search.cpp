@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "storage/fts_query.h"
-#include "storage/message_indexer.h"
 #include "storage/sqlite.h"
+#include "storage/text_indexer.h"
 
 namespace missy {
 namespace {
@@ -79,7 +79,7 @@ RankedTerms RankTerms(Connection& c, const std::vector<std::string>& terms) {
 
 // Runs the search on each selected source and appends the hits (score = -bm25).
 Status SearchSources(Connection& c, const SearchOptions& o, const std::string& match,
-                     const MessageIndexer::PendingInTemp& pending, std::vector<MemoryHit>& hits) {
+                     const TextIndexer::PendingInTemp& pending, std::vector<MemoryHit>& hits) {
   const int64_t snippet_tokens = std::clamp(o.snippet_tokens, 1, 64);
   struct Source {
     bool enabled;
@@ -148,11 +148,11 @@ Result<std::vector<MemoryHit>> Search(Database& db, const SearchOptions& options
   // the watermark are indexed into temporary tables of this reader instead, so a search
   // never misses a committed message or summary either way.
   const bool catch_up = (options.messages || options.summaries) && options.wait_for_index;
-  if (catch_up) (void)MessageIndexer::CatchUp(db);
+  if (catch_up) (void)TextIndexer::CatchUp(db);
   MISSY_RETURN_IF_ERROR(db.Read([&](Connection& c) -> Status {
-    MessageIndexer::PendingInTemp pending;
+    TextIndexer::PendingInTemp pending;
     if (catch_up) {
-      auto filled = MessageIndexer::IndexPendingIntoTemp(c);
+      auto filled = TextIndexer::IndexPendingIntoTemp(c);
       if (!filled.ok()) return filled.status();
       pending = *filled;
     }
@@ -165,7 +165,7 @@ Result<std::vector<MemoryHit>> Search(Database& db, const SearchOptions& options
       st = SearchSources(c, options, match, pending, hits);
       if (!st.ok() || !hits.empty()) break;
     }
-    (void)MessageIndexer::ClearTemp(c, pending);
+    (void)TextIndexer::ClearTemp(c, pending);
     return st;
   }));
   std::stable_sort(hits.begin(), hits.end(),

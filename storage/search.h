@@ -1,8 +1,8 @@
 // Full-text search (FTS5, bm25) over memory items, summaries and message text.
-// Thread-safe. A search sees every message acknowledged before it was called: message
-// text is indexed off the append path (storage/message_indexer.h), so a search first
+// Thread-safe. A search sees every message and summary committed before it was called:
+// their text is indexed after their commit (storage/text_indexer.h), so a search first
 // catches the index up through the writer, or, when it cannot write (read-only file,
-// disk full), indexes the pending messages on its own read connection.
+// disk full), indexes the pending rows on its own read connection.
 #pragma once
 
 #include <vector>

@@ -1,6 +1,7 @@
-// Deferred message indexing (storage/message_indexer.cpp, schema version 4): the
-// watermark, idle and bounded indexing, and searches that catch up or fall back.
-#include "storage/message_indexer.h"
+// Deferred full-text indexing (storage/text_indexer.cpp): message text (schema version 4)
+// and summary text (version 9) behind watermarks, idle and bounded indexing, and searches
+// that catch up or fall back.
+#include "storage/text_indexer.h"
 
 #include <gtest/gtest.h>
 

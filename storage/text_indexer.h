@@ -1,11 +1,11 @@
 // Internal to storage/: deferred full-text indexing of message text (schema v4) and of
 // summary text (v9). messages_fts holds exactly the messages whose id is at or below the
-// watermark (meta 'messages_fts_indexed'); newer ones are pending. Likewise
-// summaries_fts and 'summaries_fts_indexed' over summaries.n. Index rows and the watermark commit
-// in the same transaction, so after a crash the pending messages are simply indexed
-// later. The writer runs the indexer between write transactions (BackgroundWork); a
-// search first catches the index up (CatchUp), or, when it cannot write (read-only
-// file, disk full), indexes the pending rows into a temporary table of its own reader.
+// watermark (meta 'messages_fts_indexed'); newer ones are pending. Likewise summaries_fts
+// and 'summaries_fts_indexed' over summaries.n. Index rows and the watermark commit in
+// the same transaction, so after a crash the pending rows are simply indexed later. The
+// writer runs the indexer between write transactions (BackgroundWork); a search first
+// catches the index up (CatchUp), or, when it cannot write (read-only file, disk full),
+// indexes the pending rows into temporary tables of its own reader.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,7 @@ namespace sqlite {
 class Connection;
 }
 
-class MessageIndexer final : public BackgroundWork {
+class TextIndexer final : public BackgroundWork {
  public:
   Result<int64_t> Pending(sqlite::Connection& conn) override;
   Result<int64_t> Run(sqlite::Connection& conn, int64_t limit) override;

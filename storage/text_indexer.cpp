@@ -1,4 +1,4 @@
-#include "storage/message_indexer.h"
+#include "storage/text_indexer.h"
 
 #include <algorithm>
 #include <string>
@@ -23,7 +23,7 @@ struct Source {
 constexpr Source kMessages{"messages", "id", "text", "messages_fts", "messages_fts_indexed"};
 constexpr Source kSummaries{"summaries", "n", "content", "summaries_fts", "summaries_fts_indexed"};
 
-Result<MessageIndexer::Progress> ReadProgressOf(Connection& c, const Source& s) {
+Result<TextIndexer::Progress> ReadProgressOf(Connection& c, const Source& s) {
   MISSY_ASSIGN_STMT(q, c,
                     std::string("SELECT coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE "
                                 "key = '") +
@@ -32,7 +32,7 @@ Result<MessageIndexer::Progress> ReadProgressOf(Connection& c, const Source& s) 
   const std::string what = std::string("read the ") + s.table + " index watermark";
   MISSY_ASSIGN_NEXT(row, q, what);
   if (!row) return Status::Internal(what + ": no row");
-  return MessageIndexer::Progress{q.Int(0), q.Int(1)};
+  return TextIndexer::Progress{q.Int(0), q.Int(1)};
 }
 
 Result<int64_t> IndexPendingOf(Connection& c, const Source& s, int64_t limit) {
@@ -88,15 +88,15 @@ Result<bool> IndexPendingIntoTempOf(Connection& c, const Source& s) {
 
 }  // namespace
 
-Result<MessageIndexer::Progress> MessageIndexer::ReadProgress(Connection& c) {
+Result<TextIndexer::Progress> TextIndexer::ReadProgress(Connection& c) {
   return ReadProgressOf(c, kMessages);
 }
 
-Result<MessageIndexer::Progress> MessageIndexer::ReadSummaryProgress(Connection& c) {
+Result<TextIndexer::Progress> TextIndexer::ReadSummaryProgress(Connection& c) {
   return ReadProgressOf(c, kSummaries);
 }
 
-Result<int64_t> MessageIndexer::Pending(Connection& c) {
+Result<int64_t> TextIndexer::Pending(Connection& c) {
   auto messages = PendingOf(c, kMessages);
   if (!messages.ok()) return messages.status();
   auto summaries = PendingOf(c, kSummaries);
@@ -104,7 +104,7 @@ Result<int64_t> MessageIndexer::Pending(Connection& c) {
   return *messages + *summaries;
 }
 
-Result<int64_t> MessageIndexer::Run(Connection& c, int64_t limit) {
+Result<int64_t> TextIndexer::Run(Connection& c, int64_t limit) {
   auto messages = IndexPending(c, limit);
   if (!messages.ok()) return messages.status();
   // A summary is some thirty times a chat message's text: fewer of them per run keep the
@@ -114,18 +114,18 @@ Result<int64_t> MessageIndexer::Run(Connection& c, int64_t limit) {
   return *messages + *summaries;
 }
 
-Result<int64_t> MessageIndexer::IndexPending(Connection& c, int64_t limit) {
+Result<int64_t> TextIndexer::IndexPending(Connection& c, int64_t limit) {
   return IndexPendingOf(c, kMessages, limit);
 }
 
-Result<int64_t> MessageIndexer::IndexPendingSummaries(Connection& c, int64_t limit) {
+Result<int64_t> TextIndexer::IndexPendingSummaries(Connection& c, int64_t limit) {
   return IndexPendingOf(c, kSummaries, limit);
 }
 
-Status MessageIndexer::CatchUp(Database& db) {
+Status TextIndexer::CatchUp(Database& db) {
   int64_t pending = 0;
   MISSY_RETURN_IF_ERROR(db.Read([&](Connection& c) -> Status {
-    auto n = MessageIndexer().Pending(c);
+    auto n = TextIndexer().Pending(c);
     if (!n.ok()) return n.status();
     pending = *n;
     return Status::Ok();
@@ -137,7 +137,7 @@ Status MessageIndexer::CatchUp(Database& db) {
   });
 }
 
-Result<MessageIndexer::PendingInTemp> MessageIndexer::IndexPendingIntoTemp(Connection& c) {
+Result<TextIndexer::PendingInTemp> TextIndexer::IndexPendingIntoTemp(Connection& c) {
   PendingInTemp out;
   auto messages = IndexPendingIntoTempOf(c, kMessages);
   if (!messages.ok()) return messages.status();
@@ -148,7 +148,7 @@ Result<MessageIndexer::PendingInTemp> MessageIndexer::IndexPendingIntoTemp(Conne
   return out;
 }
 
-Status MessageIndexer::ClearTemp(Connection& c, const PendingInTemp& pending) {
+Status TextIndexer::ClearTemp(Connection& c, const PendingInTemp& pending) {
   if (pending.messages) {
     MISSY_RETURN_IF_ERROR(
         c.Exec("DELETE FROM temp.pending_messages_fts", "clear the pending message index"));
