@@ -17,7 +17,6 @@ struct ListOptions {
   int offset = 0;
 };
 
-// A message to append: the message plus what was computed for it before storing.
 // A session's counters as a write left them (MessageStore::Append): what changes on
 // every append, read inside the write so that no read follows it.
 struct SessionCounters {
@@ -38,6 +37,7 @@ struct SessionCounters {
   }
 };
 
+// A message to append: the message plus what was computed for it before storing.
 struct NewMessage {
   Message message;
   int64_t tokens = 0;

@@ -86,6 +86,15 @@ Result<bool> IndexPendingIntoTempOf(Connection& c, const Source& s) {
   return true;
 }
 
+// Messages and summaries waiting to be indexed (keys, not rows: an upper bound).
+Result<int64_t> PendingBoth(Connection& c) {
+  auto messages = PendingOf(c, kMessages);
+  if (!messages.ok()) return messages.status();
+  auto summaries = PendingOf(c, kSummaries);
+  if (!summaries.ok()) return summaries.status();
+  return *messages + *summaries;
+}
+
 }  // namespace
 
 Result<TextIndexer::Progress> TextIndexer::ReadProgress(Connection& c) {
@@ -96,13 +105,7 @@ Result<TextIndexer::Progress> TextIndexer::ReadSummaryProgress(Connection& c) {
   return ReadProgressOf(c, kSummaries);
 }
 
-Result<int64_t> TextIndexer::Pending(Connection& c) {
-  auto messages = PendingOf(c, kMessages);
-  if (!messages.ok()) return messages.status();
-  auto summaries = PendingOf(c, kSummaries);
-  if (!summaries.ok()) return summaries.status();
-  return *messages + *summaries;
-}
+Result<int64_t> TextIndexer::Pending(Connection& c) { return PendingBoth(c); }
 
 Result<int64_t> TextIndexer::Run(Connection& c, int64_t limit) {
   auto messages = IndexPending(c, limit);
@@ -125,7 +128,7 @@ Result<int64_t> TextIndexer::IndexPendingSummaries(Connection& c, int64_t limit)
 Status TextIndexer::CatchUp(Database& db) {
   int64_t pending = 0;
   MISSY_RETURN_IF_ERROR(db.Read([&](Connection& c) -> Status {
-    auto n = TextIndexer().Pending(c);
+    auto n = PendingBoth(c);
     if (!n.ok()) return n.status();
     pending = *n;
     return Status::Ok();
