@@ -57,6 +57,12 @@ AuditDetail& AddBackend(AuditDetail& detail, const SelectedBackend& selected,
   return detail;
 }
 
+// A summary's id from the daemon's id source (the store makes one only when none is
+// given), so that tests with fake ids replay byte for byte: the id is in the context.
+std::string NewSummaryId(const ServiceDeps& deps) {
+  return deps.ids != nullptr ? "sum_" + deps.ids->NewId() : std::string();
+}
+
 // A summary written, waiting for its commit.
 struct PendingSummary {
   SummaryRecord record;
@@ -302,6 +308,7 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     }
     PendingSummary p;
     SummaryRecord& record = p.record;
+    record.id = NewSummaryId(deps_);
     record.session_id = id;
     record.depth = 0;
     record.content = std::move(sum.text);
@@ -344,6 +351,7 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     const int64_t started = NowSteadyMs();
     std::vector<ChildSummary> children;
     SummaryRecord record;
+    record.id = NewSummaryId(deps_);
     record.session_id = id;
     record.first_seq = INT64_MAX;
     record.start_ms = INT64_MAX;

@@ -1,10 +1,14 @@
 // The real recorded sessions replayed as an agent would (append each message, ask for a
 // context before each assistant message) at the budget of 28,000 tokens (window
-// 32,000, output 4,000), with summarization run whenever a context queues a job (as the
-// background worker would, right away). Every context fits, keeps tool pairs valid and
-// holds the task; at the end, the share of the file paths the user or the agent named and
-// of the error lines tools printed that the last context still shows (summaries
-// included) is printed per session.
+// 32,000, output 4,000), with summarization run whenever an append or a context queues a
+// job (as the background worker would, right away). Every context fits, keeps tool pairs
+// valid and holds the task; at the end, the share of the file paths the user or the agent
+// named and of the error lines tools printed that the last context still shows (summaries
+// included) is printed per session, and the share of contexts that kept the previous one
+// as their prefix. The replay is the same on every run (fake ids, the trigger waited for,
+// the index caught up), so these figures can be compared between changes.
+// MISSY_RETENTION_DEBUG=1 prints each break of the prefix; MISSY_RETENTION_TRACE=1 also
+// prints every context (eviction, first kept seq, leaf coverage, tokens).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +22,7 @@
 #include "core/message_json.h"
 #include "daemon/service/summarization_service.h"
 #include "service_fixture.h"
+#include "storage/text_indexer.h"
 #include "test_util.h"
 
 namespace missy::testing {
@@ -94,7 +99,26 @@ void CollectErrors(std::string_view text, std::set<std::string>& out) {
   }
 }
 
-class ReplayRetentionTest : public ServiceFixture {};
+class ReplayRetentionTest : public ServiceFixture {
+ protected:
+  // Runs the session's summarization job, if one is queued, as the background worker
+  // would right away. The trigger checks on a worker thread: wait for it first, so that
+  // the replay is the same on every run.
+  void RunQueuedJob(const std::string& id, int& summarized) {
+    services_->workers.Drain();
+    Result<bool> queued = stores_->jobs.HasActive(id, "summarize");
+    ASSERT_TRUE(queued.ok());
+    if (!*queued) return;
+    Result<std::optional<Job>> job = stores_->jobs.Claim(clock_.NowMs(), 60000);
+    ASSERT_TRUE(job.ok() && job->has_value());
+    SummarizeRequest req;
+    req.session_id = id;
+    Result<SummarizeOutcome> out = services_->summarization.Summarize(req);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    summarized += out->leaves > 0;
+    ASSERT_TRUE(stores_->jobs.Complete((*job)->id, clock_.NowMs()).ok());
+  }
+};
 
 TEST_F(ReplayRetentionTest, RealSessionsAt28kTokensKeepTheTaskFilesAndErrorsInView) {
   const std::string readme = TrajectoryPath("README.md");
@@ -128,6 +152,9 @@ TEST_F(ReplayRetentionTest, RealSessionsAt28kTokensKeepTheTaskFilesAndErrorsInVi
     for (size_t i = begin; i < conv.size(); ++i) {
       const Message& m = conv[i];
       if (m.role == Role::kAssistant) {
+        // The indexer has caught up, as between an agent's turns: memory hits (other
+        // sessions' messages) do not depend on how far it had got.
+        ASSERT_TRUE(TextIndexer::CatchUp(*db_).ok());
         last = Context(id, 32000, 4000);
         ASSERT_TRUE(last.ok()) << last.status().ToString();
         ++contexts;
@@ -141,11 +168,27 @@ TEST_F(ReplayRetentionTest, RealSessionsAt28kTokensKeepTheTaskFilesAndErrorsInVi
             ++same;
           }
           const ContextReport& br = last->context.report;
-          std::printf("  break at context %d: eviction %s, first kept %lld, summaries %lld, "
-                      "newly pruned %zu, used %lld, same %zu of %zu (now %zu)\n",
-                      contexts, br.eviction.c_str(), (long long)br.first_kept_seq,
-                      (long long)br.summaries_included, br.newly_pruned_seqs.size(),
-                      (long long)br.used_tokens, same, previous.size(), now.size());
+          std::printf(
+              "  break at context %d: eviction %s, first kept %lld, summaries %lld, "
+              "newly pruned %zu, used %lld, same %zu of %zu (now %zu)\n",
+              contexts, br.eviction.c_str(), (long long)br.first_kept_seq,
+              (long long)br.summaries_included, br.newly_pruned_seqs.size(),
+              (long long)br.used_tokens, same, previous.size(), now.size());
+        }
+        if (getenv("MISSY_RETENTION_TRACE")) {
+          int64_t cov = 0;
+          Result<std::vector<SummaryRecord>> ss = stores_->summaries.List(id, false);
+          if (ss.ok())
+            for (const SummaryRecord& x : *ss)
+              if (x.depth == 0) cov = std::max(cov, x.last_seq);
+          const ContextReport& tr = last->context.report;
+          std::printf(
+              "    ctx %d %s first_kept %lld fresh %lld cov %lld used %lld hist %lld/%lld sums "
+              "%lld\n",
+              contexts, tr.eviction.c_str(), (long long)tr.first_kept_seq,
+              (long long)tr.first_fresh_seq, (long long)cov, (long long)tr.used_tokens,
+              (long long)tr.history_tokens, (long long)tr.history_budget,
+              (long long)tr.summaries_included);
         }
         previous = now;
         const ContextReport& r = last->context.report;
@@ -158,23 +201,14 @@ TEST_F(ReplayRetentionTest, RealSessionsAt28kTokensKeepTheTaskFilesAndErrorsInVi
           }
           ASSERT_TRUE(has_task) << "task missing from context " << contexts;
         }
-        Result<bool> queued = stores_->jobs.HasActive(id, "summarize");
-        if (queued.ok() && *queued) {  // the worker would run it now
-          Result<std::optional<Job>> job = stores_->jobs.Claim(clock_.NowMs(), 60000);
-          ASSERT_TRUE(job.ok() && job->has_value());
-          SummarizeRequest req;
-          req.session_id = id;
-          Result<SummarizeOutcome> out = services_->summarization.Summarize(req);
-          ASSERT_TRUE(out.ok()) << out.status().ToString();
-          summarized += out->leaves > 0;
-          ASSERT_TRUE(stores_->jobs.Complete((*job)->id, clock_.NowMs()).ok());
-        }
+        ASSERT_NO_FATAL_FAILURE(RunQueuedJob(id, summarized));
       }
       if (m.role == Role::kUser && task.empty()) task = m.PlainText();
       if (m.role == Role::kUser || m.role == Role::kAssistant) CollectPaths(m.PlainText(), named);
       for (const ToolCall& c : m.tool_calls) CollectPaths(c.arguments, named);
       if (m.role == Role::kTool) CollectErrors(m.PlainText(), errors);
       ASSERT_TRUE(Append(id, {m}).status.ok());
+      ASSERT_NO_FATAL_FAILURE(RunQueuedJob(id, summarized));
     }
     last = Context(id, 32000, 4000);
     ASSERT_TRUE(last.ok());
@@ -225,8 +259,7 @@ TEST_F(ReplayRetentionTest, RealSessionsAt28kTokensKeepTheTaskFilesAndErrorsInVi
       "retention over all sessions: %zu/%zu (%.1f%%)\n", all_seen, all_named,
       all_named ? 100.0 * static_cast<double>(all_seen) / static_cast<double>(all_named) : 100.0);
   std::printf("prefix kept over all sessions: %d/%d consecutive contexts (%.1f%%)\n", all_stable,
-              all_pairs,
-              all_pairs ? 100.0 * all_stable / static_cast<double>(all_pairs) : 100.0);
+              all_pairs, all_pairs ? 100.0 * all_stable / static_cast<double>(all_pairs) : 100.0);
 }
 
 }  // namespace
