@@ -95,6 +95,29 @@ void ContextService::SetAnchor(const std::string& session_id, AnchorState anchor
   anchors_[session_id] = anchor;
 }
 
+std::vector<MemoryHit> ContextService::SearchMemory(const std::string& id,
+                                                    const std::string& query) {
+  std::vector<MemoryHit> found;
+  SearchOptions search;
+  search.query = query.substr(0, 4096);
+  search.exclude_session_id = id;  // this session's history is already in the context
+  search.max_results = 10;
+  search.wait_for_index = false;  // never wait for a commit on the context path
+  const int64_t now = deps_.clock->NowMs();
+  std::optional<std::vector<MemoryHit>> cached;
+  if (deps_.memory_hits != nullptr) cached = deps_.memory_hits->Find(id, search.query, now);
+  if (cached) return std::move(*cached);
+  const uint64_t stamp = deps_.memory_hits != nullptr ? deps_.memory_hits->Stamp(id) : 0;
+  Result<std::vector<MemoryHit>> hits = missy::Search(*deps_.db, search);
+  if (!hits.ok()) {
+    spdlog::warn("memory search failed for session {}: {}", id, hits.status().ToString());
+    return found;
+  }
+  found = std::move(*hits);
+  if (deps_.memory_hits != nullptr) deps_.memory_hits->Put(id, search.query, stamp, now, found);
+  return found;
+}
+
 Result<std::shared_ptr<ContextService::Prepared>> ContextService::Prepare(ContextRequest& request) {
   const std::string& id = request.session_id;
   Result<Session> session = deps_.stores->sessions.Get(id);
@@ -105,8 +128,8 @@ Result<std::shared_ptr<ContextService::Prepared>> ContextService::Prepare(Contex
     return session.status();
   }
   auto cfg = deps_.config->Get();
-  auto p = std::make_shared<Prepared>(
-      Prepared{*session, cfg, CounterFor(*cfg, deps_.tokenizers, *session), {}, {}, {}, false, {}, {}});
+  auto p = std::make_shared<Prepared>(Prepared{
+      *session, cfg, CounterFor(*cfg, deps_.tokenizers, *session), {}, {}, {}, false, {}, {}});
   ContextInput& input = p->input;
   input.budget = cfg->budget;
   input.threshold_pct = cfg->context.threshold_pct;
@@ -208,35 +231,6 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
   entry->set_keep(keep);
   if (const StoredMessage* task = entry->task()) input.task = *task;
 
-  // Memory: the agent's query, or the new user message, or the last user message.
-  std::string query = p->query;
-  if (query.empty() && input.new_message) query = input.new_message->PlainText();
-  if (query.empty()) query = entry->last_user_text();
-  if (!query.empty() && input.budget.memory_fraction > 0) {
-    SearchOptions search;
-    search.query = query.substr(0, 4096);
-    search.exclude_session_id = id;  // this session's history is already in the context
-    search.max_results = 10;
-    search.wait_for_index = false;  // never wait for a commit on the context path
-    const int64_t now = deps_.clock->NowMs();
-    std::optional<std::vector<MemoryHit>> cached;
-    if (deps_.memory_hits != nullptr) cached = deps_.memory_hits->Find(id, search.query, now);
-    if (cached) {
-      input.memory = std::move(*cached);
-    } else {
-      const uint64_t stamp = deps_.memory_hits != nullptr ? deps_.memory_hits->Stamp(id) : 0;
-      Result<std::vector<MemoryHit>> hits = missy::Search(*deps_.db, search);
-      if (hits.ok()) {
-        input.memory = std::move(*hits);
-        if (deps_.memory_hits != nullptr) {
-          deps_.memory_hits->Put(id, search.query, stamp, now, input.memory);
-        }
-      } else {
-        spdlog::warn("memory search failed for session {}: {}", id, hits.status().ToString());
-      }
-    }
-  }
-
   AnchorState anchor =
       Anchor(id).value_or(AnchorState{p->session.anchor_seq, p->session.anchor_summaries});
   if (p->reset_anchor) anchor = AnchorState{};
@@ -256,20 +250,45 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
     }
     input.anchored_summaries = std::move(snapshot);
   }
+  // Memory: the agent's query, or the new user message, or the last user message. While
+  // the anchor holds, the hits it was set with: the enriched system message stays the
+  // same bytes (a prompt-cache hit for the whole request). It is searched afresh when
+  // the prefix changes anyway (no anchor yet, renewed summaries, a moved anchor: below)
+  // or when the agent asks with a query of its own.
+  std::string query = p->query;
+  if (query.empty() && input.new_message) query = input.new_message->PlainText();
+  if (query.empty()) query = entry->last_user_text();
+  auto search_memory = [&] {
+    input.memory.clear();
+    if (!query.empty() && input.budget.memory_fraction > 0) input.memory = SearchMemory(id, query);
+  };
+  const bool sticky_memory =
+      anchor.seq > 0 && anchor.memory != nullptr && p->query.empty() && !snapshot_renewed;
+  if (sticky_memory) {
+    input.memory = *anchor.memory;
+  } else {
+    search_memory();
+  }
   // Assemble over the window; when the result would depend on folded messages, load
   // their content and assemble again (the result is then exactly the whole history's).
-  Result<AssembledContext> assembled = Status::Internal("not assembled");
-  for (;;) {
-    input.history = std::move(entry->window());
-    input.folded = &entry->folded();
-    assembled = AssembleContext(input, p->counter);
-    entry->window() = std::move(input.history);
-    input.folded = nullptr;
-    if (!assembled.ok() || !assembled->needs_more_history) break;
-    if (Status st = WidenHistoryWindow(*entry, deps_.stores->messages, id); !st.ok()) {
-      assembled = st;
-      break;
+  auto assemble = [&]() -> Result<AssembledContext> {
+    for (;;) {
+      input.history = std::move(entry->window());
+      input.folded = &entry->folded();
+      Result<AssembledContext> assembled = AssembleContext(input, p->counter);
+      entry->window() = std::move(input.history);
+      input.folded = nullptr;
+      if (!assembled.ok() || !assembled->needs_more_history) return assembled;
+      MISSY_RETURN_IF_ERROR(WidenHistoryWindow(*entry, deps_.stores->messages, id));
     }
+  };
+  Result<AssembledContext> assembled = assemble();
+  bool fresh_memory = !sticky_memory;
+  if (sticky_memory && assembled.ok() && assembled->report.first_kept_seq != anchor.seq) {
+    // The anchor moves: the prefix changes anyway, so the memory is brought up to date.
+    search_memory();
+    fresh_memory = true;
+    assembled = assemble();
   }
   entry->Fold(p->counter);
   history_.Recharge(id);
@@ -296,7 +315,10 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
     }
   }
   const bool anchor_changed = anchor_moved || snapshot_renewed;
-  if (anchor_changed) SetAnchor(id, new_anchor);
+  if (fresh_memory) {
+    new_anchor.memory = std::make_shared<const std::vector<MemoryHit>>(input.memory);
+  }
+  if (anchor_changed || fresh_memory) SetAnchor(id, new_anchor);
 
   out.context_id = "ctx_" + deps_.ids->NewId();
   out.estimated_tokens = report.used_tokens;
@@ -333,8 +355,8 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
         deps_,
         [this, event, id, anchor_changed, new_anchor](Txn& txn) -> Status {
           if (anchor_changed)
-            MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(txn, id, new_anchor.seq,
-                                                                new_anchor.summaries));
+            MISSY_RETURN_IF_ERROR(
+                deps_.stores->sessions.SetAnchor(txn, id, new_anchor.seq, new_anchor.summaries));
           return deps_.audit->Append(txn, *event);
         },
         [id](Status st) {
@@ -360,8 +382,8 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
                                    .Add("freed_tokens", r.pruned_freed_tokens)}));
         }
         if (anchor_changed)
-          MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(txn, id, new_anchor.seq,
-                                                                new_anchor.summaries));
+          MISSY_RETURN_IF_ERROR(
+              deps_.stores->sessions.SetAnchor(txn, id, new_anchor.seq, new_anchor.summaries));
         return deps_.audit->Append(txn, *event);
       },
       [this, p, id, release = std::move(release)](Status st) {

@@ -12,9 +12,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/assembler.h"
 #include "core/calibration.h"
@@ -67,10 +69,14 @@ class ContextService {
   struct Prepared;
   Result<std::shared_ptr<Prepared>> Prepare(ContextRequest& request);
   void Assemble(std::shared_ptr<Prepared> p, std::function<void()> release);
-  // Where the kept history starts, and the summaries shown with it (Session::anchor_*).
+  std::vector<MemoryHit> SearchMemory(const std::string& session_id, const std::string& query);
+  // Where the kept history starts, and the summaries shown with it (Session::anchor_*),
+  // and the memory hits its contexts show (in memory only: after a restart the first
+  // context searches afresh).
   struct AnchorState {
     int64_t seq = 0;
     int64_t summaries = 0;
+    std::shared_ptr<const std::vector<MemoryHit>> memory;
   };
   std::optional<AnchorState> Anchor(const std::string& session_id);
   void SetAnchor(const std::string& session_id, AnchorState anchor);
