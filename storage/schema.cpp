@@ -262,12 +262,19 @@ WHEN old.n <= (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'summaries_ft
 END;
 )sql";
 
+// Version 10: the summaries a context can show without reading the others: those without
+// a parent (a long session has hundreds of condensed ones besides).
+constexpr std::string_view kMigration10 = R"sql(
+CREATE INDEX summaries_uncondensed ON summaries (session_id, first_seq, depth)
+  WHERE parent_id IS NULL;
+)sql";
+
 }  // namespace
 
 const std::vector<std::string_view>& Migrations() {
-  static const std::vector<std::string_view> kMigrations = {kMigration1, kMigration2, kMigration3,
-                                                            kMigration4, kMigration5, kMigration6,
-                                                            kMigration7, kMigration8, kMigration9};
+  static const std::vector<std::string_view> kMigrations = {
+      kMigration1, kMigration2, kMigration3, kMigration4, kMigration5,
+      kMigration6, kMigration7, kMigration8, kMigration9, kMigration10};
   return kMigrations;
 }
 

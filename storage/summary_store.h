@@ -34,6 +34,12 @@ class SummaryStore {
   // those without a parent (what the assembler shows). kNotFound for an unknown session.
   Result<std::vector<SummaryRecord>> List(std::string_view session_id,
                                           bool uncondensed_only = false);
+  // What a context needs, without reading every summary of a long session: the
+  // session's summaries without a parent, plus those a context whose anchor snapshot
+  // holds the summaries up to ordinal `through` (0: none) shows in place of a newer
+  // one: ordinal <= through and condensed by a summary with ordinal > through. In List's
+  // order, without child_ids and artifacts. An unknown session has none.
+  Result<std::vector<SummaryRecord>> ListForContext(std::string_view session_id, int64_t through);
   // The summaries a condensed summary was built from (empty for a leaf). kNotFound.
   Result<std::vector<SummaryRecord>> Children(std::string_view id);
   // The messages a summary covers (its seq range), in seq order. kNotFound.

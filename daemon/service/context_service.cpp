@@ -72,6 +72,7 @@ struct ContextService::Prepared {
   bool reset_anchor = false;
   ContextOutcome outcome;
   Done<ContextOutcome> done;
+  int64_t summaries_through = 0;  // the anchor snapshot `summaries` has the texts for
 };
 
 ContextService::ContextService(const ServiceDeps& deps, HistoryCache& history, SessionQueue& queue,
@@ -188,8 +189,15 @@ Result<std::shared_ptr<ContextService::Prepared>> ContextService::Prepare(Contex
   p->reset_anchor = request.reset_anchor;
 
   // Summaries: the top of the hierarchy (not yet condensed), oldest first; all of them
-  // are kept for the anchor's snapshot (Assemble).
-  Result<std::vector<SummaryRecord>> summaries = deps_.stores->summaries.List(id, false);
+  // are kept for the anchor's snapshot (Assemble), with the text of those it may show.
+  p->summaries_through =
+      request.reset_anchor
+          ? 0
+          : Anchor(id)
+                .value_or(AnchorState{session->anchor_seq, session->anchor_summaries, nullptr})
+                .summaries;
+  Result<std::vector<SummaryRecord>> summaries =
+      deps_.stores->summaries.ListForContext(id, p->summaries_through);
   if (!summaries.ok()) return summaries.status();
   p->summaries = std::move(*summaries);
   for (const SummaryRecord& r : p->summaries) {
@@ -232,8 +240,19 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
   if (const StoredMessage* task = entry->task()) input.task = *task;
 
   AnchorState anchor =
-      Anchor(id).value_or(AnchorState{p->session.anchor_seq, p->session.anchor_summaries});
+      Anchor(id).value_or(AnchorState{p->session.anchor_seq, p->session.anchor_summaries, nullptr});
   if (p->reset_anchor) anchor = AnchorState{};
+  if (anchor.summaries != p->summaries_through) {
+    // A context queued before this one moved the anchor: list for the snapshot in force.
+    Result<std::vector<SummaryRecord>> relisted =
+        deps_.stores->summaries.ListForContext(id, anchor.summaries);
+    if (!relisted.ok()) {
+      release();
+      return p->done(relisted.status());
+    }
+    p->summaries = std::move(*relisted);
+    p->summaries_through = anchor.summaries;
+  }
   input.eviction.anchor_seq = anchor.seq;
   // While the anchor holds, the context shows the summaries as they were when it was set
   // (a newer one waits for the next eviction, so the prefix changes once, not twice),

@@ -110,5 +110,56 @@ TEST_F(SummaryStoreTest, SummaryErrors) {
   EXPECT_EQ(db_->summaries.List("ghost").status().code(), StatusCode::kNotFound);
 }
 
+// What a context reads: the summaries without a parent, and those that an anchor
+// snapshot taken before their condensation still shows; never the children condensed
+// before the snapshot, nor those of another session.
+TEST_F(SummaryStoreTest, ListForContextReadsTheTopAndWhatAnOlderSnapshotShows) {
+  std::vector<SummaryRecord> leaves;
+  for (int i = 0; i < 4; ++i) {
+    auto l = db_->summaries.Insert(Leaf(i * 2 + 1, i * 2 + 2, "leaf " + std::to_string(i)));
+    ASSERT_TRUE(l.ok());
+    leaves.push_back(*db_->summaries.Get(l->id));  // with its ordinal
+  }
+  SummaryRecord parent;
+  parent.session_id = "s";
+  parent.depth = 1;
+  parent.content = "one to eight";
+  parent.first_seq = 1;
+  parent.last_seq = 8;
+  parent.child_ids = {leaves[0].id, leaves[1].id, leaves[2].id, leaves[3].id};
+  parent.descendant_count = 8;
+  ASSERT_TRUE(db_->summaries.Insert(parent).ok());
+  auto p = db_->summaries.List("s", true)->front();
+  auto last = db_->summaries.Insert(Leaf(9, 12, "nine to twelve"));
+  ASSERT_TRUE(last.ok());
+  last = db_->summaries.Get(last->id);
+
+  auto ids = [](const std::vector<SummaryRecord>& list) {
+    std::vector<std::string> out;
+    for (const SummaryRecord& r : list) out.push_back(r.id + "=" + r.content);
+    return out;
+  };
+  // No snapshot, or one taken after the condensation: the top only, oldest first.
+  for (int64_t through : {int64_t{0}, p.ordinal, last->ordinal}) {
+    auto top = db_->summaries.ListForContext("s", through);
+    ASSERT_TRUE(top.ok()) << top.status().ToString();
+    EXPECT_EQ(ids(*top), (std::vector<std::string>{p.id + "=one to eight",
+                                                   last->id + "=nine to twelve"}))
+        << through;
+  }
+  // A snapshot taken after the third leaf: it shows leaves 0-2 in place of the parent.
+  auto older = db_->summaries.ListForContext("s", leaves[2].ordinal);
+  ASSERT_TRUE(older.ok()) << older.status().ToString();
+  EXPECT_EQ(ids(*older),
+            (std::vector<std::string>{leaves[0].id + "=leaf 0", p.id + "=one to eight",
+                                      leaves[1].id + "=leaf 1", leaves[2].id + "=leaf 2",
+                                      last->id + "=nine to twelve"}));
+  for (const SummaryRecord& r : *older) {
+    EXPECT_EQ(r.parent_id, r.depth == 0 && r.id != last->id ? p.id : "") << r.id;
+    EXPECT_GT(r.ordinal, 0);
+  }
+  EXPECT_TRUE(db_->summaries.ListForContext("nobody", leaves[2].ordinal)->empty());
+}
+
 }  // namespace
 }  // namespace missy
