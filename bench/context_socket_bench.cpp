@@ -44,6 +44,25 @@ json::array Turn(int turn, int& call) {
   return batch;
 }
 
+// Waits until no job is queued or running (twice in a row, 50 ms apart: a finished job
+// may queue the next). False on timeout or a failed call.
+bool WaitForIdleJobs(missy::UnixHttpConnection& conn, std::chrono::seconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  int idle = 0;
+  while (Clock::now() < deadline) {
+    bool busy = false;
+    for (const char* state : {"queued", "running"}) {
+      auto r = conn.Call("GET", std::string("/v1/jobs?state=") + state, "");
+      if (!r.ok() || r->status != 200) return false;
+      busy = busy || !json::parse(r->body).at("jobs").as_array().empty();
+    }
+    idle = busy ? 0 : idle + 1;
+    if (idle == 2) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,6 +113,11 @@ int main(int argc, char** argv) {
     if (auto r = conn.Call("GET", "/v1/memory/search?q=warmup", "", std::chrono::seconds(300));
         !r.ok() || r->status != 200) {
       std::fprintf(stderr, "search (index catch-up) failed\n");
+    }
+    // Likewise the appends queued background summarization of the history: measure the
+    // contexts once it is done, not while a job shares the cores with them.
+    if (!WaitForIdleJobs(conn, std::chrono::seconds(300))) {
+      std::fprintf(stderr, "summarization jobs still running after 300 s\n");
     }
     const int runs =
         getenv("MISSY_BENCH_RUNS") ? std::max(1, atoi(getenv("MISSY_BENCH_RUNS"))) : 100;
