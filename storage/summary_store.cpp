@@ -172,27 +172,11 @@ Result<std::vector<SummaryRecord>> SummaryStore::List(std::string_view session_i
 
 Result<std::vector<SummaryRecord>> SummaryStore::ListForContext(std::string_view session_id,
                                                                 int64_t through) {
-  // The columns before the artifacts (which come after the content and can be long).
+  // FromRow's columns, with literals for those a context does not use: the artifacts
+  // (after the content in the row, and long) are never read.
   static constexpr char kShown[] =
-      "id, session_id, depth, content, tokens, first_seq, last_seq, parent_id, start_ms, "
-      "end_ms, descendant_count, created_at_ms, n";
-  auto from_row = [](const Statement& s) {
-    SummaryRecord r;
-    r.id = s.Text(0);
-    r.session_id = s.Text(1);
-    r.depth = static_cast<int>(s.Int(2));
-    r.content = s.Text(3);
-    r.tokens = s.Int(4);
-    r.first_seq = s.Int(5);
-    r.last_seq = s.Int(6);
-    r.parent_id = s.Text(7);
-    r.start_ms = s.Int(8);
-    r.end_ms = s.Int(9);
-    r.descendant_count = s.Int(10);
-    r.created_at_ms = s.Int(11);
-    r.ordinal = s.Int(12);
-    return r;
-  };
+      "id, session_id, depth, content, tokens, first_seq, last_seq, '[]', parent_id, "
+      "start_ms, end_ms, descendant_count, '', 0, n";
   std::vector<SummaryRecord> out;
   MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
     out.clear();
@@ -201,7 +185,7 @@ Result<std::vector<SummaryRecord>> SummaryStore::ListForContext(std::string_view
                           " FROM summaries INDEXED BY summaries_uncondensed WHERE session_id = "
                           "?1 AND parent_id IS NULL");
     top.Bind(1, session_id);
-    MISSY_RETURN_IF_ERROR(store_util::CollectRows(top, +from_row, "list summaries", out));
+    MISSY_RETURN_IF_ERROR(store_util::CollectRows(top, FromRow, "list summaries", out));
     if (through <= 0) return Status::Ok();
     // Summaries newer than the snapshot are few: a range of the table's rowids.
     MISSY_ASSIGN_STMT(older, c,
@@ -210,7 +194,7 @@ Result<std::vector<SummaryRecord>> SummaryStore::ListForContext(std::string_view
                           "summaries WHERE n > ?2 AND session_id = ?1)");
     older.Bind(1, session_id);
     older.Bind(2, through);
-    return store_util::CollectRows(older, +from_row, "list summaries", out);
+    return store_util::CollectRows(older, FromRow, "list summaries", out);
   }));
   std::sort(out.begin(), out.end(), [](const SummaryRecord& a, const SummaryRecord& b) {
     return std::tie(a.first_seq, a.depth, a.ordinal) < std::tie(b.first_seq, b.depth, b.ordinal);

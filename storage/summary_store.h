@@ -38,7 +38,7 @@ class SummaryStore {
   // session's summaries without a parent, plus those a context whose anchor snapshot
   // holds the summaries up to ordinal `through` (0: none) shows in place of a newer
   // one: ordinal <= through and condensed by a summary with ordinal > through. In List's
-  // order, without child_ids and artifacts. An unknown session has none.
+  // order, without child_ids, artifacts and created_at_ms. An unknown session has none.
   Result<std::vector<SummaryRecord>> ListForContext(std::string_view session_id, int64_t through);
   // The summaries a condensed summary was built from (empty for a leaf). kNotFound.
   Result<std::vector<SummaryRecord>> Children(std::string_view id);
