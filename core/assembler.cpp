@@ -483,7 +483,7 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
     for (const SummaryView& s : from) {
       if (s.first_seq >= before_seq) continue;
       Message m = Message::User(SummaryHeader(s) + "\n" + s.text);
-      const int64_t t = counter.CountMessage(m);
+      const int64_t t = s.message_tokens > 0 ? s.message_tokens : counter.CountMessage(m);
       if (r.summary_tokens + t <= remaining) {
         r.summary_tokens += t;
         ++r.summaries_included;
@@ -561,9 +561,9 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
     const int64_t anchor = in.eviction.anchor_seq;
     bool done = false;
     if (anchor > 0) {
-      const int64_t before_anchor =
-          in.anchored_summaries ? set_summaries(*in.anchored_summaries, INT64_MAX)
-                                : set_summaries(in.summaries, anchor);
+      const int64_t before_anchor = in.anchored_summaries
+                                        ? set_summaries(*in.anchored_summaries, INT64_MAX)
+                                        : set_summaries(in.summaries, anchor);
       remaining -= before_anchor;
       int64_t from_anchor = 0;
       size_t anchor_from = tail_start;

@@ -18,6 +18,9 @@ struct SummaryView {
   int64_t end_ms = 0;
   std::string text;
   int64_t tokens = 0;  // informative: the rendered summary message is counted here
+  // The rendered summary message (header + text) as the assembly's counter counts it,
+  // when the caller knows it (a cache); 0: the assembler counts it.
+  int64_t message_tokens = 0;
 };
 
 struct MemoryHit {

@@ -269,6 +269,8 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
     }
     input.anchored_summaries = std::move(snapshot);
   }
+  summary_tokens_.Fill(input.summaries, p->counter);
+  if (input.anchored_summaries) summary_tokens_.Fill(*input.anchored_summaries, p->counter);
   // Memory: the agent's query, or the new user message, or the last user message. While
   // the anchor holds, the hits it was set with: the enriched system message stays the
   // same bytes (a prompt-cache hit for the whole request). It is searched afresh when

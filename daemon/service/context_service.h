@@ -21,6 +21,7 @@
 #include "core/assembler.h"
 #include "core/calibration.h"
 #include "daemon/service/service_deps.h"
+#include "daemon/service/summary_token_cache.h"
 #include "daemon/service/summary_trigger.h"
 
 namespace missy {
@@ -91,6 +92,7 @@ class ContextService {
   // value in force while its write is pending).
   static constexpr size_t kMaxAnchors = 4096;
   std::unordered_map<std::string, AnchorState> anchors_;
+  SummaryTokenCache summary_tokens_;  // each summary's context message, counted once
 };
 
 }  // namespace missy

@@ -126,6 +126,31 @@ TEST(AssemblerTest, SummariesSkipNotStop) {
   EXPECT_EQ(ctx->kept_seqs, (std::vector<int64_t>{5, 6}));
 }
 
+// A summary's message_tokens, when the caller knows it (the daemon caches them), is what
+// the summary costs: it is not counted again.
+TEST(AssemblerTest, AKnownSummaryMessageCountIsTrusted) {
+  const MessageTokenCounter counter = BytesCounter();
+  ContextInput in = BaseInput(0, 2);
+  in.history = Store(Conv("u a u a u a"), counter);
+  in.summaries = {{"s1", 0, 1, 1, 1, 0, 0, "short one", 0},
+                  {"s2", 0, 2, 2, 1, 0, 0, "another short one", 0}};
+  const int64_t tail = in.history[4].tokens + in.history[5].tokens;
+  const int64_t s1 = counter.CountMessage(
+      Message::User(SummaryHeader(in.summaries[0]) + "\n" + in.summaries[0].text));
+  in.budget.total = tail + 2 * s1 + 200;  // room for both as counted
+  Result<AssembledContext> both = AssembleContext(in, counter);
+  ASSERT_TRUE(both.ok()) << both.status().ToString();
+  EXPECT_EQ(both->report.summaries_included, 2);
+
+  in.summaries[0].message_tokens = s1;               // right: the same context
+  in.summaries[1].message_tokens = in.budget.total;  // too big to fit: skipped
+  Result<AssembledContext> known = AssembleContext(in, counter);
+  ASSERT_TRUE(known.ok()) << known.status().ToString();
+  EXPECT_EQ(known->report.included_summary_ids, (std::vector<std::string>{"s1"}));
+  EXPECT_EQ(known->report.skipped_summary_ids, (std::vector<std::string>{"s2"}));
+  EXPECT_EQ(known->report.summary_tokens, s1);
+}
+
 TEST(AssemblerTest, CoveredMessagesAreNotRepeated) {
   const MessageTokenCounter counter = BytesCounter();
   ContextInput in = BaseInput(100000, 2);
