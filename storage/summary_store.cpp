@@ -187,7 +187,8 @@ Result<std::vector<SummaryRecord>> SummaryStore::ListForContext(std::string_view
     top.Bind(1, session_id);
     MISSY_RETURN_IF_ERROR(store_util::CollectRows(top, FromRow, "list summaries", out));
     if (through <= 0) return Status::Ok();
-    // Summaries newer than the snapshot are few: a range of the table's rowids.
+    // The parents are among the summaries newer than the snapshot, a range of the table's
+    // rowids (every session's: long only for an old anchor in a busy daemon).
     MISSY_ASSIGN_STMT(older, c,
                       std::string("SELECT ") + kShown +
                           " FROM summaries WHERE n <= ?2 AND parent_id IN (SELECT id FROM "
