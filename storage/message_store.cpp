@@ -17,6 +17,16 @@ using sqlite::Statement;
 
 const char kColumns[] =
     "seq, created_at_ms, tokens, flags, role, content, tool_calls, tool_call_id, name";
+// kColumns of `messages m` (joined with its digests).
+const char kQualifiedColumns[] =
+    "m.seq, m.created_at_ms, m.tokens, m.flags, m.role, m.content, m.tool_calls, "
+    "m.tool_call_id, m.name";
+
+Status UnknownRole(std::string_view session_id, int64_t seq, std::string_view role) {
+  return Status::Corruption("session '" + std::string(session_id) + "' message " +
+                            std::to_string(seq) + ": unknown stored role '" + std::string(role) +
+                            "'");
+}
 
 Result<StoredMessage> FromRow(const Statement& s, std::string_view session_id) {
   StoredMessage out;
@@ -29,9 +39,7 @@ Result<StoredMessage> FromRow(const Statement& s, std::string_view session_id) {
   };
   const std::string_view role = s.TextView(4);
   auto parsed_role = ParseRole(role);
-  if (!parsed_role) {
-    return Status::Corruption(where() + ": unknown stored role '" + std::string(role) + "'");
-  }
+  if (!parsed_role) return UnknownRole(session_id, out.seq, role);
   out.message.role = *parsed_role;
   Status st = ContentFromJsonText(s.TextView(5), out.message);
   if (!st.ok()) return Status::Corruption(where() + ": stored content: " + st.message());
@@ -81,10 +89,13 @@ Result<std::vector<StoredMessage>> LoadAfter(Database& db, std::string_view sess
                                              int64_t after_seq, int64_t limit, bool extracts) {
   std::vector<StoredMessage> out;
   MISSY_RETURN_IF_ERROR(db.Read([&](Connection& c) -> Status {
-    MISSY_ASSIGN_STMT(q, c,
-                      std::string("SELECT ") + kColumns + (extracts ? ", extract" : "") +
-                          " FROM messages WHERE session_id = ?1 AND seq > ?2 ORDER BY seq "
-                          "LIMIT ?3");
+    MISSY_ASSIGN_STMT(
+        q, c,
+        extracts ? std::string("SELECT ") + kQualifiedColumns +
+                       ", d.extract FROM messages m LEFT JOIN message_digests d ON d.id = m.id "
+                       "WHERE m.session_id = ?1 AND m.seq > ?2 ORDER BY m.seq LIMIT ?3"
+                 : std::string("SELECT ") + kColumns +
+                       " FROM messages WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3");
     q.Bind(1, session_id).Bind(2, after_seq).Bind(3, limit > 0 ? limit : int64_t{-1});
     MISSY_RETURN_IF_ERROR(CollectMessages(q, session_id, LoadWhat(session_id), out, extracts));
     return out.empty() ? SessionMustExist(c, session_id) : Status::Ok();
@@ -148,8 +159,11 @@ Result<std::vector<StoredMessage>> MessageStore::Append(Txn& txn, std::string_vi
   stored.reserve(batch.rows_.size());
   MISSY_ASSIGN_STMT(insert, c,
                     "INSERT INTO messages (session_id, seq, role, content, tool_calls, "
-                    "tool_call_id, name, created_at_ms, tokens, flags, text, extract) "
-                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+                    "tool_call_id, name, created_at_ms, tokens, flags, text) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
+  MISSY_ASSIGN_STMT(digest, c,
+                    "INSERT INTO message_digests (id, role, tokens, created_at_ms, extract) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5)");
   for (EncodedBatch::Row& row : batch.rows_) {
     ++seq;
     Message& m = row.source.message;
@@ -169,10 +183,18 @@ Result<std::vector<StoredMessage>> MessageStore::Append(Txn& txn, std::string_vi
         .Bind(8, now_ms)
         .Bind(9, row.source.tokens)
         .Bind(10, static_cast<int64_t>(row.source.flags))
-        .BindStatic(11, text)
-        .BindBlobStaticOrNull(12, row.source.extract);
+        .BindStatic(11, text);
     Status st = insert.Run();
     insert.Reset();  // drops the bindings of this row's text before it moves
+    if (st.ok()) {
+      digest.Bind(1, c.LastInsertRowId())
+          .BindStatic(2, RoleName(m.role))
+          .Bind(3, row.source.tokens)
+          .Bind(4, now_ms)
+          .BindBlobStaticOrNull(5, row.source.extract);
+      st = digest.Run();
+      digest.Reset();
+    }
     if (!st.ok()) {
       return Status(st.code(),
                     "append to session '" + std::string(session_id) + "': " + st.message());
@@ -244,15 +266,43 @@ Result<std::vector<StoredMessage>> MessageStore::LoadExtracts(std::string_view s
   std::vector<StoredMessage> out;
   if (last_seq < first_seq) return out;
   MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
-    // The same columns as kColumns, the content and the tool calls only without an extract.
     MISSY_ASSIGN_STMT(q, c,
-                      "SELECT seq, created_at_ms, tokens, flags, role, CASE WHEN extract IS NULL "
-                      "THEN content ELSE '\"\"' END, CASE WHEN extract IS NULL THEN tool_calls "
-                      "ELSE '[]' END, tool_call_id, name, extract FROM messages WHERE session_id "
-                      "= ?1 AND seq BETWEEN ?2 AND ?3 ORDER BY seq");
+                      "SELECT m.seq, d.role, d.tokens, d.created_at_ms, d.extract FROM messages "
+                      "m JOIN message_digests d ON d.id = m.id WHERE m.session_id = ?1 AND m.seq "
+                      "BETWEEN ?2 AND ?3 ORDER BY m.seq");
     q.Bind(1, session_id).Bind(2, first_seq).Bind(3, last_seq);
-    MISSY_RETURN_IF_ERROR(CollectMessages(q, session_id, LoadWhat(session_id), out, true));
-    return out.empty() ? SessionMustExist(c, session_id) : Status::Ok();
+    std::vector<size_t> whole;  // rows without an extract: their message is loaded whole
+    for (;;) {
+      MISSY_ASSIGN_NEXT(row, q, LoadWhat(session_id));
+      if (!row) break;
+      StoredMessage m;
+      m.seq = q.Int(0);
+      auto role = ParseRole(q.TextView(1));
+      if (!role) return UnknownRole(session_id, m.seq, q.TextView(1));
+      m.message.role = *role;
+      m.tokens = q.Int(2);
+      m.created_at_ms = q.Int(3);
+      m.extract = std::string(q.BlobView(4));
+      if (m.extract.empty()) whole.push_back(out.size());
+      out.push_back(std::move(m));
+    }
+    if (out.empty()) return SessionMustExist(c, session_id);
+    if (whole.empty()) return Status::Ok();
+    MISSY_ASSIGN_STMT(
+        one, c,
+        std::string("SELECT ") + kColumns + " FROM messages WHERE session_id = ?1 AND seq = ?2");
+    for (size_t i : whole) {
+      std::vector<StoredMessage> found;
+      one.Bind(1, session_id).Bind(2, out[i].seq);
+      MISSY_RETURN_IF_ERROR(CollectMessages(one, session_id, LoadWhat(session_id), found));
+      one.Reset();
+      if (found.size() != 1) {
+        return Status::Corruption("session '" + std::string(session_id) + "' message " +
+                                  std::to_string(out[i].seq) + " was not found again");
+      }
+      out[i] = std::move(found.front());
+    }
+    return Status::Ok();
   }));
   return out;
 }
@@ -261,10 +311,10 @@ Result<std::vector<PlanMessage>> MessageStore::LoadPlan(std::string_view session
                                                         int64_t after_seq) {
   std::vector<PlanMessage> out;
   MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
-    // No tool-call JSON is parsed: planning needs the cost and the role only.
+    // The digests: planning needs the cost and the role only, not the content.
     MISSY_ASSIGN_STMT(q, c,
-                      "SELECT seq, role, tokens FROM messages WHERE session_id = ?1 AND seq > ?2 "
-                      "ORDER BY seq");
+                      "SELECT m.seq, d.role, d.tokens FROM messages m JOIN message_digests d ON "
+                      "d.id = m.id WHERE m.session_id = ?1 AND m.seq > ?2 ORDER BY m.seq");
     q.Bind(1, session_id).Bind(2, after_seq);
     for (;;) {
       MISSY_ASSIGN_NEXT(row, q, LoadWhat(session_id));
@@ -272,11 +322,7 @@ Result<std::vector<PlanMessage>> MessageStore::LoadPlan(std::string_view session
       PlanMessage m;
       m.seq = q.Int(0);
       auto role = ParseRole(q.TextView(1));
-      if (!role) {
-        return Status::Corruption("session '" + std::string(session_id) + "' message " +
-                                  std::to_string(m.seq) + ": unknown stored role '" + q.Text(1) +
-                                  "'");
-      }
+      if (!role) return UnknownRole(session_id, m.seq, q.TextView(1));
       m.role = *role;
       m.tokens = q.Int(2);
       out.push_back(m);

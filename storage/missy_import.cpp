@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "core/message_extract.h"
 #include "storage/json_strings.h"
 #include "storage/memory_store.h"
 #include "storage/session_store.h"
@@ -300,6 +301,17 @@ class Importer {
         .Bind(6, tokens)
         .Bind(7, m.text);
     MISSY_RETURN_IF_ERROR(q->Run("import turn"));
+    auto digest = c_.Prepare(
+        "INSERT INTO message_digests (id, role, tokens, created_at_ms, extract) "
+        "VALUES (?1, ?2, ?3, ?4, ?5)");
+    if (!digest.ok()) return digest.status();
+    const std::string extract = ExtractMessage(m);
+    digest->Bind(1, c_.LastInsertRowId())
+        .Bind(2, RoleName(m.role))
+        .Bind(3, tokens)
+        .Bind(4, t.time_ms)
+        .BindBlobStaticOrNull(5, extract);
+    MISSY_RETURN_IF_ERROR(digest->Run("import turn's digest"));
     last_seq_[session->second] = seq;
     Totals& totals = totals_[session->second];
     totals.count += 1;

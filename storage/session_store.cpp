@@ -133,7 +133,11 @@ Result<SessionDeletion> SessionStore::Delete(Txn& txn, std::string_view session_
     return static_cast<int64_t>(c.Changes());
   };
   SessionDeletion out;
-  Result<int64_t> n = remove("DELETE FROM messages WHERE session_id = ?1", "messages");
+  Result<int64_t> n = remove(
+      "DELETE FROM message_digests WHERE id IN (SELECT id FROM messages WHERE session_id = ?1)",
+      "message digests");
+  if (!n.ok()) return n.status();
+  n = remove("DELETE FROM messages WHERE session_id = ?1", "messages");
   if (!n.ok()) return n.status();
   out.messages = *n;
   n = remove("DELETE FROM summaries WHERE session_id = ?1", "summaries");

@@ -128,7 +128,7 @@ TEST(MessageStoreTest, ExtractsAreStoredAndLoadedOnlyForTheSummarizer) {
   EXPECT_EQ((*full)[0].extract, extract);
   EXPECT_EQ((*full)[0].message.text, "has one");
   EXPECT_EQ((*full)[1].extract, "");  // stored as NULL
-  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM messages WHERE extract IS NULL"), "1");
+  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM message_digests WHERE extract IS NULL"), "1");
   auto after = db->messages.LoadWithExtracts("s", 1);
   ASSERT_TRUE(after.ok());
   ASSERT_EQ(after->size(), 1u);

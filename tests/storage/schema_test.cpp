@@ -54,6 +54,17 @@ TEST(SchemaTest, MigratesFromEveryEarlierVersion) {
       auto more = db->messages.Append("old", {New(Message::User("now"))}, 3);
       ASSERT_TRUE(more.ok());
       EXPECT_EQ((*more)[0].seq, 2);
+      // Planning and summarizing read the digests: the old row has one (version 11).
+      auto plan = db->messages.LoadPlan("old");
+      ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+      ASSERT_EQ(plan->size(), 2u);
+      EXPECT_EQ((*plan)[0].tokens, 3);
+      EXPECT_EQ((*plan)[0].role, Role::kUser);
+      auto extracts = db->messages.LoadExtracts("old", 1, 2);
+      ASSERT_TRUE(extracts.ok()) << extracts.status().ToString();
+      ASSERT_EQ(extracts->size(), 2u);
+      EXPECT_EQ((*extracts)[0].message.text, "from the past");  // no extract: whole
+      EXPECT_EQ((*extracts)[0].created_at_ms, 2);
       // Rows written before the search index existed are indexed by the migration.
       SearchOptions search;
       search.query = "past";

@@ -93,6 +93,8 @@ TEST(SessionDeleteTest, RemovesTheSessionAndWhatBelongsToItOnly) {
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(Count(path, "messages", "session_id = 'alpha'"), "0");
+  EXPECT_EQ(Count(path, "message_digests", "1"), "1");  // beta's, of its one message
+  EXPECT_EQ(Count(path, "message_digests", "id IN (SELECT id FROM messages)"), "1");
   EXPECT_EQ(Count(path, "summaries", "session_id = 'alpha'"), "0");
   EXPECT_EQ(Count(path, "memory_items", "session_id = 'alpha'"), "0");
   EXPECT_EQ(Count(path, "jobs", "session_id = 'alpha'"), "0");

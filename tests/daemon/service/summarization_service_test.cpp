@@ -269,7 +269,9 @@ TEST_F(SummarizationTest, RowsWithoutExtractsSummarizeLikeRowsWithThem) {
   {
     sqlite3* raw = nullptr;
     ASSERT_EQ(sqlite3_open(db_path().c_str(), &raw), SQLITE_OK);
-    EXPECT_EQ(sqlite3_exec(raw, "UPDATE messages SET extract = NULL WHERE session_id = 'without'",
+    EXPECT_EQ(sqlite3_exec(raw,
+                           "UPDATE message_digests SET extract = NULL WHERE id IN "
+                           "(SELECT id FROM messages WHERE session_id = 'without')",
                            nullptr, nullptr, nullptr),
               SQLITE_OK);
     EXPECT_EQ(sqlite3_changes(raw), 160);
@@ -299,9 +301,11 @@ TEST_F(SummarizationTest, ARunReadsTheStoredExtracts) {
     sqlite3* raw = nullptr;
     ASSERT_EQ(sqlite3_open(db_path().c_str(), &raw), SQLITE_OK);
     sqlite3_stmt* st = nullptr;
-    ASSERT_EQ(
-        sqlite3_prepare_v2(raw, "UPDATE messages SET extract = ?1 WHERE seq = 2", -1, &st, nullptr),
-        SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(raw,
+                                 "UPDATE message_digests SET extract = ?1 WHERE id = "
+                                 "(SELECT id FROM messages WHERE seq = 2)",
+                                 -1, &st, nullptr),
+              SQLITE_OK);
     sqlite3_bind_blob(st, 1, planted.data(), static_cast<int>(planted.size()), SQLITE_TRANSIENT);
     EXPECT_EQ(sqlite3_step(st), SQLITE_DONE);
     sqlite3_finalize(st);
@@ -331,11 +335,13 @@ TEST_F(SummarizationTest, AMessageWhoseExtractIsDamagedIsSummarizedFromItsConten
     sqlite3* raw = nullptr;
     ASSERT_EQ(sqlite3_open(db_path().c_str(), &raw), SQLITE_OK);
     // seq 1 names src/module_1.cc; seq 3 holds the error line of test_1.
-    ASSERT_EQ(sqlite3_exec(raw,
-                           "UPDATE messages SET extract = x'7f00ff' WHERE session_id = 'damaged' "
-                           "AND seq IN (1, 3)",
-                           nullptr, nullptr, nullptr),
-              SQLITE_OK);
+    ASSERT_EQ(
+        sqlite3_exec(raw,
+                     "UPDATE message_digests SET extract = x'7f00ff' WHERE id IN (SELECT id FROM "
+                     "messages WHERE session_id = 'damaged' "
+                     "AND seq IN (1, 3))",
+                     nullptr, nullptr, nullptr),
+        SQLITE_OK);
     EXPECT_EQ(sqlite3_changes(raw), 2);
     sqlite3_close(raw);
   }
