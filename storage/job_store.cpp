@@ -194,6 +194,30 @@ Result<int64_t> JobStore::RequeueExpired(int64_t now_ms) {
                                          [&](Txn& txn) { return RequeueExpired(txn, now_ms); });
 }
 
+Result<JobStore::Orphans> JobStore::RequeueOrphaned(int64_t now_ms, const RetryPolicy& policy) {
+  return store_util::WriteValue<Orphans>(db_, [&](Txn& txn) -> Result<Orphans> {
+    Connection& c = txn.conn();
+    Orphans out;
+    {
+      MISSY_ASSIGN_STMT(fail, c,
+                        "UPDATE jobs SET state = 'failed', lease_until_ms = 0, last_error = "
+                        "'the daemon stopped while it ran, ' || attempts || ' times', "
+                        "updated_at_ms = ?1 WHERE state = 'running' AND attempts >= ?2");
+      fail.Bind(1, now_ms).Bind(2, static_cast<int64_t>(policy.max_attempts));
+      MISSY_RETURN_IF_ERROR(fail.Run("fail orphaned jobs"));
+      out.failed = c.Changes();
+    }
+    MISSY_ASSIGN_STMT(requeue, c,
+                      "UPDATE jobs SET state = 'queued', next_run_at_ms = ?1, lease_until_ms = "
+                      "0, last_error = 'the daemon stopped while it ran', updated_at_ms = ?1 "
+                      "WHERE state = 'running'");
+    requeue.Bind(1, now_ms);
+    MISSY_RETURN_IF_ERROR(requeue.Run("requeue orphaned jobs"));
+    out.requeued = c.Changes();
+    return out;
+  });
+}
+
 Result<Job> JobStore::Get(int64_t id) {
   return store_util::ReadValue<Job>(db_, [&](Connection& c) { return ReadJob(c, id); });
 }

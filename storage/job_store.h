@@ -50,6 +50,17 @@ class JobStore {
   Result<int64_t> RequeueExpired(Txn& txn, int64_t now_ms);
   Result<int64_t> RequeueExpired(int64_t now_ms);
 
+  // At a daemon's start: every running job was claimed by a worker of a daemon that has
+  // stopped (one daemon serves a database), so none waits for its lease to end. Each is
+  // queued again, due now, or failed for good once it has used max_attempts (a job that
+  // stops the daemon each time it runs must not do so forever). Returns how many were
+  // queued again and how many failed.
+  struct Orphans {
+    int64_t requeued = 0;
+    int64_t failed = 0;
+  };
+  Result<Orphans> RequeueOrphaned(int64_t now_ms, const RetryPolicy& policy = {});
+
   Result<Job> Get(int64_t id);  // kNotFound
   // Newest first; `state` filters when non-empty.
   Result<std::vector<Job>> List(const ListOptions& options, std::string_view state = {});

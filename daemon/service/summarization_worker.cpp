@@ -22,6 +22,21 @@ SummarizationWorker::~SummarizationWorker() { Stop(); }
 void SummarizationWorker::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!threads_.empty()) return;
+  // What a worker of the daemon's last run was doing when it stopped runs again now, not
+  // once its lease ends (up to lease_ms later).
+  Result<JobStore::Orphans> orphans =
+      deps_.stores->jobs.RequeueOrphaned(deps_.clock->NowMs(), options_.retry);
+  if (!orphans.ok()) {
+    spdlog::warn(
+        "summarization worker: jobs left running by the last run stay until their "
+        "lease ends: {}",
+        orphans.status().ToString());
+  } else if (orphans->requeued > 0 || orphans->failed > 0) {
+    spdlog::info(
+        "summarization worker: {} job(s) left running when missyd last stopped queued again, "
+        "{} failed for good after {} attempts",
+        orphans->requeued, orphans->failed, options_.retry.max_attempts);
+  }
   stop_ = false;
   for (int i = 0; i < std::max(1, options_.threads); ++i) {
     threads_.emplace_back([this] { Loop(); });

@@ -2,7 +2,8 @@
 // request path and off the event loop: it claims the due `summarize` job from the queue
 // in SQLite (JobStore, with a lease), runs SummarizationService::Summarize, and completes
 // the job, or fails it for a retry with backoff. Jobs survive restarts (the queue is in
-// SQLite) and a job whose worker died is claimed again once its lease ends. A request
+// SQLite) and a job whose worker died is claimed again once its lease ends, or at once
+// when the daemon starts again (every running job then is a stopped daemon's). A request
 // never waits for it. Notify() wakes it as soon as a job is queued; otherwise it polls.
 // With options.threads > 1, that many jobs (of different sessions) run at once.
 // Start/Stop from one thread; Notify from any.
@@ -26,8 +27,8 @@ struct SummarizationWorkerOptions {
   // A job that stored no summary for this long is claimed again (its worker died): each
   // summary stored renews the lease.
   int64_t lease_ms = 10 * 60 * 1000;
-  int64_t poll_ms = 1000;             // how often the queue is looked at without Notify
-  RetryPolicy retry;                  // a failed job's backoff and attempts
+  int64_t poll_ms = 1000;  // how often the queue is looked at without Notify
+  RetryPolicy retry;       // a failed job's backoff and attempts
   // Jobs run at once (threads). One is enough when the daemon summarizes by itself; with
   // broker workers (context.broker.jobs) each thread mostly waits for a worker's result.
   int threads = 1;

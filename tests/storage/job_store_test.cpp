@@ -150,6 +150,52 @@ TEST_F(JobStoreTest, ExpiredLeasesAreRequeuedAndSurviveRestart) {
   EXPECT_EQ(db_->jobs.Complete(again.id, 1201).code(), StatusCode::kConflict);
 }
 
+// At a daemon's start, the jobs its last run left running go back to the queue at once,
+// however long their lease; one that has used its attempts fails instead. Queued and
+// finished jobs are left as they are.
+TEST_F(JobStoreTest, OrphanedJobsAreRequeuedAtOnceOrFailedAfterTheirLastAttempt) {
+  RetryPolicy policy;
+  policy.max_attempts = 2;
+  ASSERT_TRUE(db_->jobs.Enqueue("summarize", "once", "{}", 0).ok());
+  ASSERT_TRUE(db_->jobs.Enqueue("summarize", "twice", "{}", 0).ok());
+  ASSERT_TRUE(db_->jobs.Enqueue("summarize", "done", "{}", 0).ok());
+  const Job done = Claim(10, 600000);
+  ASSERT_TRUE(db_->jobs.Complete(done.id, 20).ok());
+  const Job once = Claim(30, 600000);         // "once": its first attempt, lease for 10 minutes
+  const Job twice = Claim(40, 10);            // "twice", whose lease ends at 50
+  const Job twice_again = Claim(60, 600000);  // its second attempt
+  ASSERT_EQ(twice_again.id, twice.id);
+  ASSERT_EQ(twice_again.attempts, 2);
+  ASSERT_TRUE(db_->jobs.Enqueue("summarize", "later", "{}", 5000).ok());
+  db_.reset();
+  db_ = OpenDbOrDie(path_);  // the daemon starts again
+
+  Result<JobStore::Orphans> orphans = db_->jobs.RequeueOrphaned(100, policy);
+  ASSERT_TRUE(orphans.ok()) << orphans.status().ToString();
+  EXPECT_EQ(orphans->requeued, 1);
+  EXPECT_EQ(orphans->failed, 1);
+  Result<Job> requeued = db_->jobs.Get(once.id);
+  EXPECT_EQ(requeued->state, "queued");
+  EXPECT_EQ(requeued->next_run_at_ms, 100);
+  EXPECT_EQ(requeued->lease_until_ms, 0);
+  EXPECT_EQ(requeued->last_error, "the daemon stopped while it ran");
+  Result<Job> failed = db_->jobs.Get(twice.id);
+  EXPECT_EQ(failed->state, "failed");
+  EXPECT_EQ(failed->last_error, "the daemon stopped while it ran, 2 times");
+  EXPECT_EQ(db_->jobs.Get(done.id)->state, "done");
+  // The requeued job is due now, long before its old lease would have ended.
+  const Job again = Claim(101);
+  EXPECT_EQ(again.id, once.id);
+  EXPECT_EQ(again.attempts, 2);
+  EXPECT_TRUE(NothingDue(102));  // "later" is not due yet
+  // The daemon stops during that second attempt too: the job has used its attempts.
+  orphans = db_->jobs.RequeueOrphaned(103, policy);
+  ASSERT_TRUE(orphans.ok());
+  EXPECT_EQ(orphans->requeued, 0);
+  EXPECT_EQ(orphans->failed, 1);
+  EXPECT_EQ(db_->jobs.Get(once.id)->state, "failed");
+}
+
 TEST_F(JobStoreTest, ClaimReclaimsAnExpiredLeaseDirectly) {
   auto q = db_->jobs.Enqueue("summarize", "a", "{}", 0);
   Job j = Claim(0, 500);
