@@ -38,7 +38,7 @@ struct Services {
         summaries(deps),
         recall(deps),
         summarization(deps),
-        summarizer(deps, summarization),
+        summarizer(deps, summarization, &trigger),
         admin(deps, history) {
     history.SetIdleRelease(deps.clock, deps.config->Get()->limits.cache_idle_seconds * 1000);
     // A deleted session leaves nothing behind that a new one with its id would inherit.

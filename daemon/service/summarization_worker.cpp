@@ -9,13 +9,15 @@
 #include "daemon/metrics/daemon_metrics.h"
 #include "daemon/service/ports.h"
 #include "daemon/service/summarization_service.h"
+#include "daemon/service/summary_trigger.h"
 #include "storage/stores.h"
 
 namespace missy {
 
 SummarizationWorker::SummarizationWorker(const ServiceDeps& deps, SummarizationService& summarizer,
+                                         SummaryTrigger* trigger,
                                          SummarizationWorkerOptions options)
-    : deps_(deps), summarizer_(summarizer), options_(options) {}
+    : deps_(deps), summarizer_(summarizer), trigger_(trigger), options_(options) {}
 
 SummarizationWorker::~SummarizationWorker() { Stop(); }
 
@@ -115,6 +117,14 @@ bool SummarizationWorker::RunOne() {
     }
     spdlog::debug("summarization job {} for {}: {} leaves, {} condensed", job.id, job.session_id,
                   out->leaves, out->condensed);
+    // The job worked on the history as it was when it planned; what came meanwhile was
+    // not queued (the queue holds one job per session). Checked now, it is summarized
+    // next. Only after progress: a run that stored nothing would find the same again.
+    if (trigger_ != nullptr && out->leaves > 0) {
+      if (Result<Session> session = deps_.stores->sessions.Get(job.session_id); session.ok()) {
+        trigger_->CheckNow(*session);
+      }
+    }
   } else {
     Result<Job> failed =
         deps_.stores->jobs.Fail(job.id, out.status().ToString(), done_at, options_.retry);

@@ -22,6 +22,7 @@
 namespace missy {
 
 class SummarizationService;
+class SummaryTrigger;
 
 struct SummarizationWorkerOptions {
   // A job that stored no summary for this long is claimed again (its worker died): each
@@ -36,8 +37,11 @@ struct SummarizationWorkerOptions {
 
 class SummarizationWorker {
  public:
+  // `trigger` (may be null) checks a session again after a job of it stored summaries:
+  // what was appended while the job ran (after it had planned) is summarized by the next
+  // job now, not once a later append or context asks.
   SummarizationWorker(const ServiceDeps& deps, SummarizationService& summarizer,
-                      SummarizationWorkerOptions options = {});
+                      SummaryTrigger* trigger = nullptr, SummarizationWorkerOptions options = {});
   ~SummarizationWorker();
   SummarizationWorker(const SummarizationWorker&) = delete;
   SummarizationWorker& operator=(const SummarizationWorker&) = delete;
@@ -59,6 +63,7 @@ class SummarizationWorker {
 
   ServiceDeps deps_;
   SummarizationService& summarizer_;
+  SummaryTrigger* trigger_;
   SummarizationWorkerOptions options_;
   std::mutex mu_;
   std::condition_variable wake_;
