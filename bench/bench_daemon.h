@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -26,6 +27,25 @@
 #include "cli/http_client.h"
 
 namespace missy::bench {
+
+// Waits until no summarization job is queued or running (twice in a row, 50 ms apart: a
+// finished job may queue the next). False on timeout or a failed call.
+inline bool WaitForIdleJobs(UnixHttpConnection& conn, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int idle = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool busy = false;
+    for (const char* state : {"queued", "running"}) {
+      auto r = conn.Call("GET", std::string("/v1/jobs?state=") + state, "");
+      if (!r.ok() || r->status != 200) return false;
+      busy = busy || !boost::json::parse(r->body).at("jobs").as_array().empty();
+    }
+    idle = busy ? 0 : idle + 1;
+    if (idle == 2) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
 
 // A field of /proc/PID/status in KiB (VmRSS, VmHWM, ...), or -1 when unreadable.
 inline int64_t ProcStatusKb(pid_t pid, const std::string& field) {

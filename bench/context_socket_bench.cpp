@@ -44,25 +44,6 @@ json::array Turn(int turn, int& call) {
   return batch;
 }
 
-// Waits until no job is queued or running (twice in a row, 50 ms apart: a finished job
-// may queue the next). False on timeout or a failed call.
-bool WaitForIdleJobs(missy::UnixHttpConnection& conn, std::chrono::seconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  int idle = 0;
-  while (Clock::now() < deadline) {
-    bool busy = false;
-    for (const char* state : {"queued", "running"}) {
-      auto r = conn.Call("GET", std::string("/v1/jobs?state=") + state, "");
-      if (!r.ok() || r->status != 200) return false;
-      busy = busy || !json::parse(r->body).at("jobs").as_array().empty();
-    }
-    idle = busy ? 0 : idle + 1;
-    if (idle == 2) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -116,7 +97,7 @@ int main(int argc, char** argv) {
     }
     // Likewise the appends queued background summarization of the history: measure the
     // contexts once it is done, not while a job shares the cores with them.
-    if (!WaitForIdleJobs(conn, std::chrono::seconds(300))) {
+    if (!missy::bench::WaitForIdleJobs(conn, std::chrono::seconds(300))) {
       std::fprintf(stderr, "summarization jobs still running after 300 s\n");
     }
     const int runs =
