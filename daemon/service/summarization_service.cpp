@@ -226,14 +226,15 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     }
     return !PlanCondensation(plan, options, condense_room).empty();
   }();
+  const std::string& backend_override =
+      !request.backend.empty() ? request.backend : session->summarizer_backend;
+  out.backend = RequestedBackend(*cfg, backend_override);  // what would have written
   if (chunks.empty() && !condense_due) {
     out.stopped = "not enough new history outside the fresh tail (" +
                   std::to_string(uncovered_tokens) + " tokens uncovered)";
     return out;  // nothing worth a summary yet: no event, no write
   }
   // Built only when there is work: an llm backend makes a provider client.
-  const std::string& backend_override =
-      !request.backend.empty() ? request.backend : session->summarizer_backend;
   auto select = [&] {
     return SelectSummaryBackend(*cfg, backend_override, session->summarizer_provider,
                                 provider_options, deadline, deps_.metrics);

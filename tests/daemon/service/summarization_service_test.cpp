@@ -78,6 +78,15 @@ TEST_F(SummarizationTest, LeavesCoverTheHistoryOutsideTheTailOnceOnGroupBoundari
   EXPECT_EQ(again->condensed, 0);
   EXPECT_FALSE(again->stopped.empty());
   EXPECT_EQ(Events("summarization.started").size(), events);
+  EXPECT_EQ(again->backend, "extractive");
+  // The outcome names the backend the run would have used, even with nothing to do.
+  SummarizeRequest idle;
+  idle.session_id = "s";
+  idle.backend = "llm";
+  Result<SummarizeOutcome> idle_llm = services_->summarization.Summarize(idle);
+  ASSERT_TRUE(idle_llm.ok());
+  EXPECT_EQ(idle_llm->leaves, 0);
+  EXPECT_EQ(idle_llm->backend, "llm");
   // New history continues right after the covered range.
   ASSERT_TRUE(Append("s", ErrorRounds(41, 20)).status.ok());
   ASSERT_TRUE(Run("s").ok());
