@@ -1,7 +1,9 @@
 // Small helpers shared by the test binaries.
 #pragma once
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/message.h"
@@ -32,5 +34,16 @@ std::string TrajectoryPath(const std::string& name);
 // The messages of a trajectory file (one OpenAI-shaped message per line); a line that
 // does not parse is a test failure naming the file and line.
 std::vector<Message> LoadTrajectory(const std::string& path);
+
+// Polls `pred` every 50 ms until it holds (true) or `timeout` has passed (false).
+template <typename Pred>
+bool WaitFor(Pred pred, std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
 
 }  // namespace missy::testing

@@ -32,16 +32,6 @@ using provider_test::Json;
 using provider_test::OpenAiAnswer;
 using provider_test::Reply;
 
-template <typename Pred>
-bool WaitFor(Pred pred, std::chrono::milliseconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(50ms);
-  }
-  return true;
-}
-
 json::array Jobs(DaemonProcess& d) {
   return Body(d.Call("GET", "/v1/jobs?limit=100")).at("jobs").as_array();
 }

@@ -125,16 +125,6 @@ bool JobsDone(DaemonProcess& d, size_t min_jobs) {
   return true;
 }
 
-template <typename Pred>
-bool WaitFor(Pred pred, std::chrono::milliseconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(50ms);
-  }
-  return true;
-}
-
 class DistributedJobsTest : public ::testing::Test {
  protected:
   void SetUp() override {
