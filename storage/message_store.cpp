@@ -268,15 +268,22 @@ Result<std::vector<StoredMessage>> MessageStore::LoadExtracts(std::string_view s
   MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
     MISSY_ASSIGN_STMT(q, c,
                       "SELECT m.seq, d.role, d.tokens, d.created_at_ms, d.extract FROM messages "
-                      "m JOIN message_digests d ON d.id = m.id WHERE m.session_id = ?1 AND m.seq "
-                      "BETWEEN ?2 AND ?3 ORDER BY m.seq");
+                      "m LEFT JOIN message_digests d ON d.id = m.id WHERE m.session_id = ?1 AND "
+                      "m.seq BETWEEN ?2 AND ?3 ORDER BY m.seq");
     q.Bind(1, session_id).Bind(2, first_seq).Bind(3, last_seq);
-    std::vector<size_t> whole;  // rows without an extract: their message is loaded whole
+    // Rows without an extract, or without a digest at all (none is written without one,
+    // but a message must not drop out of a summary for it): loaded whole.
+    std::vector<size_t> whole;
     for (;;) {
       MISSY_ASSIGN_NEXT(row, q, LoadWhat(session_id));
       if (!row) break;
       StoredMessage m;
       m.seq = q.Int(0);
+      if (q.IsNull(1)) {
+        whole.push_back(out.size());
+        out.push_back(std::move(m));
+        continue;
+      }
       auto role = ParseRole(q.TextView(1));
       if (!role) return UnknownRole(session_id, m.seq, q.TextView(1));
       m.message.role = *role;
@@ -311,10 +318,12 @@ Result<std::vector<PlanMessage>> MessageStore::LoadPlan(std::string_view session
                                                         int64_t after_seq) {
   std::vector<PlanMessage> out;
   MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
-    // The digests: planning needs the cost and the role only, not the content.
+    // The digests: planning needs the cost and the role only, not the content (the row's
+    // own columns, read only for a message without a digest, which none should lack).
     MISSY_ASSIGN_STMT(q, c,
-                      "SELECT m.seq, d.role, d.tokens FROM messages m JOIN message_digests d ON "
-                      "d.id = m.id WHERE m.session_id = ?1 AND m.seq > ?2 ORDER BY m.seq");
+                      "SELECT m.seq, coalesce(d.role, m.role), coalesce(d.tokens, m.tokens) FROM "
+                      "messages m LEFT JOIN message_digests d ON d.id = m.id WHERE m.session_id "
+                      "= ?1 AND m.seq > ?2 ORDER BY m.seq");
     q.Bind(1, session_id).Bind(2, after_seq);
     for (;;) {
       MISSY_ASSIGN_NEXT(row, q, LoadWhat(session_id));

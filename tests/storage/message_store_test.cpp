@@ -243,6 +243,35 @@ TEST(MessageStoreTest, LoadExtractsLeavesOutTheContentOfMessagesWithAnExtract) {
   EXPECT_EQ(db->messages.LoadExtracts("ghost", 1, 4).status().code(), StatusCode::kNotFound);
 }
 
+// Planning and summarizing read the digests; a message that has none (every append and
+// the migration write one) is still planned and loaded, from its row.
+TEST(MessageStoreTest, AMessageWithoutADigestIsPlannedAndLoadedFromItsRow) {
+  TempDir dir;
+  const std::string path = dir.Join("m.db");
+  auto db = OpenDbOrDie(path);
+  ASSERT_TRUE(db->sessions.Create(MakeSession("s")).ok());
+  std::vector<NewMessage> batch = FourShapes();
+  const std::vector<NewMessage> shapes = batch;
+  for (NewMessage& m : batch) m.extract = "x";
+  ASSERT_TRUE(db->messages.Append("s", std::move(batch), 700).ok());
+  testing::RawExec(
+      path, "DELETE FROM message_digests WHERE id = (SELECT id FROM messages WHERE seq = 3)");
+  auto plan = db->messages.LoadPlan("s");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->size(), 4u);
+  EXPECT_EQ((*plan)[2].seq, 3);
+  EXPECT_EQ((*plan)[2].role, Role::kAssistant);
+  EXPECT_EQ((*plan)[2].tokens, shapes[2].tokens);
+  auto rows = db->messages.LoadExtracts("s", 1, 4);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 4u);
+  EXPECT_EQ((*rows)[1].extract, "x");
+  EXPECT_EQ((*rows)[2].seq, 3);
+  EXPECT_EQ((*rows)[2].extract, "");
+  EXPECT_EQ((*rows)[2].message, shapes[2].message);  // whole, from its row
+  EXPECT_EQ((*rows)[2].created_at_ms, 700);
+}
+
 TEST(MessageStoreTest, LoadsChosenSeqsAndRanges) {
   TempDir dir;
   auto db = OpenDbOrDie(dir.Join("m.db"));
