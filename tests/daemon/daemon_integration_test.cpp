@@ -106,14 +106,19 @@ TEST_F(DaemonTest, CheckConfigReportsTheKeyPath) {
 TEST_F(DaemonTest, AppendFortyMessagesAndAssembleAContext) {
   DaemonProcess d(dir_.path(), kSmallBudgetConfig);
   ASSERT_TRUE(d.Start().ok()) << d.log();
-  Result<ClientResponse> created =
-      d.Call("POST", "/v1/sessions",
-             R"({"id":"s1","system_prompt":"You are a test agent.","metadata":{"k":1}})");
+  // The session's own window is large, so appending queues no background summarization
+  // (a summary written before the context would change what it keeps: this test is about
+  // eviction); the context asks for the 3,000-token budget itself.
+  Result<ClientResponse> created = d.Call("POST", "/v1/sessions",
+                                          R"({"id":"s1","system_prompt":"You are a test agent.",)"
+                                          R"("metadata":{"k":1},"context_window":1000000})");
   ASSERT_EQ(created->status, 201) << created->body;
   EXPECT_EQ(Body(created).at("id").as_string(), "s1");
   const std::vector<int64_t> tokens = Append40(d, "s1");
+  EXPECT_TRUE(Body(d.Call("GET", "/v1/jobs")).at("jobs").as_array().empty());
 
-  Result<ClientResponse> r = d.Call("POST", "/v1/sessions/s1/context", "{}");
+  Result<ClientResponse> r = d.Call("POST", "/v1/sessions/s1/context",
+                                    R"({"context_window":3100,"max_output_tokens":100})");
   ASSERT_EQ(r->status, 200) << r->body;
   json::value ctx = Body(r);
   const json::value& budget = ctx.at("budget");
@@ -156,7 +161,8 @@ TEST_F(DaemonTest, AppendFortyMessagesAndAssembleAContext) {
 
   // A new user message is appended last.
   r = d.Call("POST", "/v1/sessions/s1/context",
-             R"({"message":{"role":"user","content":"what next?"}})");
+             R"({"message":{"role":"user","content":"what next?"},"context_window":3100,)"
+             R"("max_output_tokens":100})");
   ASSERT_EQ(r->status, 200) << r->body;
   json::value with_new = Body(r);
   EXPECT_EQ(with_new.at("messages").as_array().back().at("content").as_string(), "what next?");
