@@ -203,6 +203,17 @@ Result<std::vector<SummaryRecord>> SummaryStore::ListForContext(std::string_view
   return out;
 }
 
+Result<int64_t> SummaryStore::CoveredThrough(std::string_view session_id) {
+  return store_util::ReadValue<int64_t>(db_, [&](Connection& c) -> Result<int64_t> {
+    MISSY_ASSIGN_STMT(q, c,
+                      "SELECT coalesce(max(last_seq), 0) FROM summaries WHERE session_id = ?1 "
+                      "AND depth = 0");
+    q.Bind(1, session_id);
+    MISSY_ASSIGN_NEXT(row, q, "read the summaries' coverage");
+    return row ? q.Int(0) : int64_t{0};
+  });
+}
+
 Result<std::vector<SummaryRecord>> SummaryStore::Children(std::string_view id) {
   std::vector<SummaryRecord> out;
   MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {

@@ -40,6 +40,9 @@ class SummaryStore {
   // one: ordinal <= through and condensed by a summary with ordinal > through. In List's
   // order, without child_ids, artifacts and created_at_ms. An unknown session has none.
   Result<std::vector<SummaryRecord>> ListForContext(std::string_view session_id, int64_t through);
+  // The last seq a leaf summary of the session covers (leaves never overlap and cover
+  // from seq 1 up): 0 when it has none, or is unknown. One index read, no text.
+  Result<int64_t> CoveredThrough(std::string_view session_id);
   // The summaries a condensed summary was built from (empty for a leaf). kNotFound.
   Result<std::vector<SummaryRecord>> Children(std::string_view id);
   // The messages a summary covers (its seq range), in seq order. kNotFound.

@@ -61,14 +61,10 @@ void SummaryTrigger::CheckNow(const Session& session, bool over_threshold) {
     ++checks_;
   }
 
-  Result<std::vector<SummaryRecord>> summaries = deps_.stores->summaries.List(id, false);
-  if (!summaries.ok()) return;  // the session was removed meanwhile, or a read failed
-  int64_t covered_through = 0;
-  for (const SummaryRecord& s : *summaries) {
-    if (s.depth == 0) covered_through = std::max(covered_through, s.last_seq);
-  }
-  Result<std::vector<PlanMessage>> planned = deps_.stores->messages.LoadPlan(id, covered_through);
-  if (!planned.ok()) return;
+  Result<int64_t> covered_through = deps_.stores->summaries.CoveredThrough(id);
+  if (!covered_through.ok()) return;  // a read failed
+  Result<std::vector<PlanMessage>> planned = deps_.stores->messages.LoadPlan(id, *covered_through);
+  if (!planned.ok()) return;  // the session was removed meanwhile, or a read failed
   const std::vector<PlanMessage>& uncovered = *planned;
   int64_t tokens = 0;
   for (const PlanMessage& m : uncovered) tokens += m.tokens;

@@ -15,7 +15,22 @@ namespace {
 
 using ::missy::testing::RawQuery;
 
-class SummaryStoreTest : public testing::TwelveMessagesTest {};
+class SummaryStoreTest : public testing::TwelveMessagesTest {
+ protected:
+  // A depth-1 summary of `children` (leaves), covering first..last.
+  static SummaryRecord Parent(std::vector<std::string> children, int64_t first, int64_t last,
+                              std::string content) {
+    SummaryRecord parent;
+    parent.session_id = "s";
+    parent.depth = 1;
+    parent.content = std::move(content);
+    parent.first_seq = first;
+    parent.last_seq = last;
+    parent.child_ids = std::move(children);
+    parent.descendant_count = last - first + 1;
+    return parent;
+  }
+};
 
 TEST_F(SummaryStoreTest, LeafSummaryCoversItsRange) {
   auto leaf = db_->summaries.Insert(Leaf(1, 4, "first four"));
@@ -66,15 +81,7 @@ TEST_F(SummaryStoreTest, CondensingSetsParentsAndHidesChildren) {
     ASSERT_TRUE(l.ok());
     leaves.push_back(l->id);
   }
-  SummaryRecord parent;
-  parent.session_id = "s";
-  parent.depth = 1;
-  parent.content = "all twelve";
-  parent.first_seq = 1;
-  parent.last_seq = 12;
-  parent.child_ids = leaves;
-  parent.descendant_count = 12;
-  auto p = db_->summaries.Insert(parent);
+  auto p = db_->summaries.Insert(Parent(leaves, 1, 12, "all twelve"));
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   auto all = db_->summaries.List("s");
   ASSERT_EQ(all->size(), 5u);
@@ -88,9 +95,7 @@ TEST_F(SummaryStoreTest, CondensingSetsParentsAndHidesChildren) {
   EXPECT_EQ((*children)[0].parent_id, p->id);
   EXPECT_TRUE(db_->summaries.Children(leaves[0])->empty());
   // A child can be condensed only once, and must exist.
-  SummaryRecord twice = parent;
-  twice.id = "";
-  twice.child_ids = {leaves[0]};
+  SummaryRecord twice = Parent({leaves[0]}, 1, 12, "all twelve");
   EXPECT_EQ(db_->summaries.Insert(twice).status().code(), StatusCode::kConflict);
   twice.child_ids = {"sum_nope"};
   EXPECT_EQ(db_->summaries.Insert(twice).status().code(), StatusCode::kNotFound);
@@ -120,15 +125,10 @@ TEST_F(SummaryStoreTest, ListForContextReadsTheTopAndWhatAnOlderSnapshotShows) {
     ASSERT_TRUE(l.ok());
     leaves.push_back(*db_->summaries.Get(l->id));  // with its ordinal
   }
-  SummaryRecord parent;
-  parent.session_id = "s";
-  parent.depth = 1;
-  parent.content = "one to eight";
-  parent.first_seq = 1;
-  parent.last_seq = 8;
-  parent.child_ids = {leaves[0].id, leaves[1].id, leaves[2].id, leaves[3].id};
-  parent.descendant_count = 8;
-  ASSERT_TRUE(db_->summaries.Insert(parent).ok());
+  ASSERT_TRUE(db_->summaries
+                  .Insert(Parent({leaves[0].id, leaves[1].id, leaves[2].id, leaves[3].id}, 1, 8,
+                                 "one to eight"))
+                  .ok());
   auto p = db_->summaries.List("s", true)->front();
   auto last = db_->summaries.Insert(Leaf(9, 12, "nine to twelve"));
   ASSERT_TRUE(last.ok());
@@ -143,8 +143,8 @@ TEST_F(SummaryStoreTest, ListForContextReadsTheTopAndWhatAnOlderSnapshotShows) {
   for (int64_t through : {int64_t{0}, p.ordinal, last->ordinal}) {
     auto top = db_->summaries.ListForContext("s", through);
     ASSERT_TRUE(top.ok()) << top.status().ToString();
-    EXPECT_EQ(ids(*top), (std::vector<std::string>{p.id + "=one to eight",
-                                                   last->id + "=nine to twelve"}))
+    EXPECT_EQ(ids(*top),
+              (std::vector<std::string>{p.id + "=one to eight", last->id + "=nine to twelve"}))
         << through;
   }
   // A snapshot taken after the third leaf: it shows leaves 0-2 in place of the parent.
@@ -159,6 +159,9 @@ TEST_F(SummaryStoreTest, ListForContextReadsTheTopAndWhatAnOlderSnapshotShows) {
     EXPECT_GT(r.ordinal, 0);
   }
   EXPECT_TRUE(db_->summaries.ListForContext("nobody", leaves[2].ordinal)->empty());
+  // The leaves' coverage, whatever condensed them: through seq 12.
+  EXPECT_EQ(*db_->summaries.CoveredThrough("s"), 12);
+  EXPECT_EQ(*db_->summaries.CoveredThrough("nobody"), 0);
 }
 
 }  // namespace

@@ -176,11 +176,8 @@ TEST_F(ReplayRetentionTest, RealSessionsAt28kTokensKeepTheTaskFilesAndErrorsInVi
               (long long)br.used_tokens, same, previous.size(), now.size());
         }
         if (getenv("MISSY_RETENTION_TRACE")) {
-          int64_t cov = 0;
-          Result<std::vector<SummaryRecord>> ss = stores_->summaries.List(id, false);
-          if (ss.ok())
-            for (const SummaryRecord& x : *ss)
-              if (x.depth == 0) cov = std::max(cov, x.last_seq);
+          Result<int64_t> covered = stores_->summaries.CoveredThrough(id);
+          const int64_t cov = covered.ok() ? *covered : -1;
           const ContextReport& tr = last->context.report;
           std::printf(
               "    ctx %d %s first_kept %lld fresh %lld cov %lld used %lld hist %lld/%lld sums "
