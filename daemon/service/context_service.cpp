@@ -79,10 +79,10 @@ ContextService::ContextService(const ServiceDeps& deps, HistoryCache& history, S
                                IssuedContexts& issued, SummaryTrigger* trigger)
     : deps_(deps), history_(history), queue_(queue), issued_(issued), trigger_(trigger) {}
 
-std::optional<ContextService::AnchorState> ContextService::Anchor(const std::string& session_id) {
+ContextService::AnchorState ContextService::Anchor(const Session& session) {
   std::lock_guard<std::mutex> lock(anchors_mu_);
-  auto it = anchors_.find(session_id);
-  if (it == anchors_.end()) return std::nullopt;
+  auto it = anchors_.find(session.id);
+  if (it == anchors_.end()) return AnchorState{session.anchor_seq, session.anchor_summaries, {}};
   return it->second;
 }
 
@@ -190,12 +190,7 @@ Result<std::shared_ptr<ContextService::Prepared>> ContextService::Prepare(Contex
 
   // Summaries: the top of the hierarchy (not yet condensed), oldest first; all of them
   // are kept for the anchor's snapshot (Assemble), with the text of those it may show.
-  p->summaries_through =
-      request.reset_anchor
-          ? 0
-          : Anchor(id)
-                .value_or(AnchorState{session->anchor_seq, session->anchor_summaries, nullptr})
-                .summaries;
+  p->summaries_through = request.reset_anchor ? 0 : Anchor(*session).summaries;
   Result<std::vector<SummaryRecord>> summaries =
       deps_.stores->summaries.ListForContext(id, p->summaries_through);
   if (!summaries.ok()) return summaries.status();
@@ -239,9 +234,7 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
   entry->set_keep(keep);
   if (const StoredMessage* task = entry->task()) input.task = *task;
 
-  AnchorState anchor =
-      Anchor(id).value_or(AnchorState{p->session.anchor_seq, p->session.anchor_summaries, nullptr});
-  if (p->reset_anchor) anchor = AnchorState{};
+  AnchorState anchor = p->reset_anchor ? AnchorState{} : Anchor(p->session);
   if (anchor.summaries != p->summaries_through) {
     // A context queued before this one moved the anchor: list for the snapshot in force.
     Result<std::vector<SummaryRecord>> relisted =

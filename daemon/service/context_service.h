@@ -79,7 +79,8 @@ class ContextService {
     int64_t summaries = 0;
     std::shared_ptr<const std::vector<MemoryHit>> memory;
   };
-  std::optional<AnchorState> Anchor(const std::string& session_id);
+  // The anchor in force: the one set last (below), else the one persisted with `session`.
+  AnchorState Anchor(const Session& session);
   void SetAnchor(const std::string& session_id, AnchorState anchor);
 
   ServiceDeps deps_;

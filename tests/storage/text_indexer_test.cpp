@@ -29,17 +29,8 @@ using ::missy::testing::RawExec;
 using ::missy::testing::RawQuery;
 using ::missy::testing::SimpleSession;
 using ::missy::testing::TempDir;
+using ::missy::testing::WaitFor;
 using ::missy::testing::Watermark;
-
-// Waits up to 20 s for an idle writer to bring `watermark` up to `last` (both read from
-// the database at `path`); the caller asserts that it did.
-void WaitForIdleIndexing(const std::string& path, std::string (*watermark)(const std::string&),
-                         std::string (*last)(const std::string&)) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (watermark(path) != last(path) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-}
 
 std::string SummaryWatermark(const std::string& path) {
   return RawQuery(path, "SELECT value FROM meta WHERE key = 'summaries_fts_indexed'");
@@ -110,7 +101,8 @@ TEST(DeferredIndexTest, AnIdleWriterIndexesThePendingMessagesInBatches) {
     batch.push_back(NewMessage{Message::User("row " + std::to_string(i) + " koala"), 2, 0, {}});
   ASSERT_TRUE(db->messages.Append("s", std::move(batch), 1).ok());
   // No search: the writer indexes on its own once idle.
-  WaitForIdleIndexing(path, Watermark, MaxMessageId);
+  ASSERT_TRUE(
+      WaitFor([&] { return Watermark(path) == MaxMessageId(path); }, std::chrono::seconds(20)));
   ASSERT_EQ(Watermark(path), MaxMessageId(path));
   EXPECT_GE(db.db->GetWriterStats().index_transactions, 10);  // 1000 rows, 100 per transaction
   EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'koala'"),
@@ -365,7 +357,8 @@ TEST(DeferredIndexTest, AnIdleWriterIndexesThePendingSummaries) {
                     .Insert(LeafOf("s", 2 * i + 1, 2 * i + 2, "summary heron " + std::to_string(i)))
                     .ok());
   }
-  WaitForIdleIndexing(path, SummaryWatermark, MaxSummaryN);
+  ASSERT_TRUE(WaitFor([&] { return SummaryWatermark(path) == MaxSummaryN(path); },
+                      std::chrono::seconds(20)));
   ASSERT_EQ(SummaryWatermark(path), MaxSummaryN(path));
   EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM summaries_fts WHERE summaries_fts MATCH 'heron'"),
             "20");
