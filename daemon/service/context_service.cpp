@@ -77,7 +77,13 @@ struct ContextService::Prepared {
 
 ContextService::ContextService(const ServiceDeps& deps, HistoryCache& history, SessionQueue& queue,
                                IssuedContexts& issued, SummaryTrigger* trigger)
-    : deps_(deps), history_(history), queue_(queue), issued_(issued), trigger_(trigger) {}
+    : deps_(deps),
+      history_(history),
+      queue_(queue),
+      issued_(issued),
+      trigger_(trigger),
+      summary_tokens_(deps.summary_tokens != nullptr ? *deps.summary_tokens : own_summary_tokens_) {
+}
 
 ContextService::AnchorState ContextService::Anchor(const Session& session) {
   std::lock_guard<std::mutex> lock(anchors_mu_);

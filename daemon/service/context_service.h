@@ -93,7 +93,10 @@ class ContextService {
   // value in force while its write is pending).
   static constexpr size_t kMaxAnchors = 4096;
   std::unordered_map<std::string, AnchorState> anchors_;
-  SummaryTokenCache summary_tokens_;  // each summary's context message, counted once
+  // Each summary's context message, counted once: the daemon's shared cache
+  // (deps.summary_tokens), else one of this service's own.
+  SummaryTokenCache own_summary_tokens_;
+  SummaryTokenCache& summary_tokens_;
 };
 
 }  // namespace missy

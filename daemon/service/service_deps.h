@@ -19,6 +19,7 @@ class Database;
 class IdSource;
 class MemoryHitsCache;
 class SummaryDispatcher;
+class SummaryTokenCache;
 class TokenizerRegistry;
 class Txn;
 class WorkerPool;
@@ -56,7 +57,11 @@ struct ServiceDeps {
   ConfigHolder* config = nullptr;
   WorkerPool* workers = nullptr;           // where continuations run after a commit (null: inline)
   MemoryHitsCache* memory_hits = nullptr;  // told of every searchable change (null: none)
-  std::function<void()> on_job_queued;     // wakes the summarization worker (empty: none)
+  // What each summary's context message costs, shared by the contexts that read it and
+  // the summarization that fills it for the summaries it writes (null: each context
+  // service counts with a cache of its own).
+  SummaryTokenCache* summary_tokens = nullptr;
+  std::function<void()> on_job_queued;        // wakes the summarization worker (empty: none)
   metrics::DaemonMetrics* metrics = nullptr;  // counters the use cases bump (null: none)
   // Summarization steps go to broker workers through it (null: all local).
   SummaryDispatcher* dispatcher = nullptr;

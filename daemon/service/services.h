@@ -18,6 +18,7 @@
 #include "daemon/service/summarization_service.h"
 #include "daemon/service/summarization_worker.h"
 #include "daemon/service/summary_service.h"
+#include "daemon/service/summary_token_cache.h"
 #include "daemon/service/summary_trigger.h"
 #include "daemon/service/usage_service.h"
 #include "daemon/service/worker_pool.h"
@@ -28,7 +29,8 @@ namespace missy {
 struct Services {
   explicit Services(const ServiceDeps& d,
                     size_t history_cache_bytes = HistoryCache::kDefaultMaxBytes)
-      : deps(WithShared(d, &workers, &memory_hits, &metrics, [this] { summarizer.Notify(); })),
+      : deps(WithShared(d, &workers, &memory_hits, &summary_tokens, &metrics,
+                        [this] { summarizer.Notify(); })),
         history(history_cache_bytes),
         trigger(deps),
         sessions(deps, history, queue, &trigger),
@@ -64,6 +66,7 @@ struct Services {
   metrics::DaemonMetrics metrics;
   ServiceDeps deps;
   MemoryHitsCache memory_hits;
+  SummaryTokenCache summary_tokens;
   HistoryCache history;
   SessionQueue queue;
   IssuedContexts issued;
@@ -83,10 +86,11 @@ struct Services {
 
  private:
   static ServiceDeps WithShared(ServiceDeps d, WorkerPool* pool, MemoryHitsCache* hits,
-                                metrics::DaemonMetrics* metrics,
+                                SummaryTokenCache* summary_tokens, metrics::DaemonMetrics* metrics,
                                 std::function<void()> on_job_queued) {
     d.workers = pool;
     d.memory_hits = hits;
+    d.summary_tokens = summary_tokens;
     d.metrics = metrics;
     d.on_job_queued = std::move(on_job_queued);
     return d;

@@ -13,6 +13,7 @@
 #include "daemon/service/ports.h"
 #include "daemon/service/summary_backend.h"
 #include "daemon/service/summary_dispatch.h"
+#include "daemon/service/summary_token_cache.h"
 #include "storage/database.h"
 #include "storage/stores.h"
 
@@ -200,13 +201,16 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
   }
   SummarizeOutcome out;
 
-  Result<std::vector<SummaryRecord>> all = deps_.stores->summaries.List(id, false);
-  if (!all.ok()) return all.status();
-  int64_t covered_through = 0;
+  // What is covered (one index read) and the summaries without a parent: what a run
+  // needs of the tree, however many summaries the session has below the top.
+  Result<int64_t> covered = deps_.stores->summaries.CoveredThrough(id);
+  if (!covered.ok()) return covered.status();
+  const int64_t covered_through = *covered;
+  Result<std::vector<SummaryRecord>> top = deps_.stores->summaries.List(id, true);
+  if (!top.ok()) return top.status();
   const SummaryRecord* newest = nullptr;  // the prior summary a new leaf continues
-  for (const SummaryRecord& s : *all) {
-    if (s.depth == 0) covered_through = std::max(covered_through, s.last_seq);
-    if (s.parent_id.empty() && (newest == nullptr || s.last_seq > newest->last_seq)) newest = &s;
+  for (const SummaryRecord& s : *top) {
+    if (newest == nullptr || s.last_seq > newest->last_seq) newest = &s;
   }
   std::string prior = newest != nullptr ? newest->content : "";
 
@@ -221,9 +225,7 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
   for (const PlanMessage& m : plan_input) uncovered_tokens += m.tokens;
   const bool condense_due = [&] {
     std::vector<PlanSummary> plan;
-    for (const SummaryRecord& s : *all) {
-      if (s.parent_id.empty()) plan.push_back({s.id, s.depth, s.first_seq, s.tokens});
-    }
+    for (const SummaryRecord& s : *top) plan.push_back({s.id, s.depth, s.first_seq, s.tokens});
     return !PlanCondensation(plan, options, condense_room).empty();
   }();
   const std::string& backend_override =
@@ -343,7 +345,7 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
 
   // Condense while some depth has condensed_fanout summaries without a parent.
   for (;;) {
-    Result<std::vector<SummaryRecord>> top = deps_.stores->summaries.List(id, true);
+    top = deps_.stores->summaries.List(id, true);
     if (!top.ok()) return top.status();
     std::vector<PlanSummary> plan;
     for (const SummaryRecord& s : *top) plan.push_back({s.id, s.depth, s.first_seq, s.tokens});
@@ -395,6 +397,15 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     CountSummary(deps_, sum, "condensed");
     ++out.condensed;
     out.summary_ids.push_back(stored->id);
+  }
+  // The next context shows the summaries without a parent (`top`, as listed last): their
+  // messages are counted now, off the request path, instead of by the first context that
+  // shows them.
+  if (deps_.summary_tokens != nullptr && (out.leaves > 0 || out.condensed > 0)) {
+    std::vector<SummaryView> views;
+    views.reserve(top->size());
+    for (const SummaryRecord& s : *top) views.push_back(ToSummaryView(s));
+    deps_.summary_tokens->Fill(views, counter);
   }
   if (!out.stopped.empty()) spdlog::warn("summarization of {} stopped: {}", id, out.stopped);
   return out;

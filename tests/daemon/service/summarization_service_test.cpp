@@ -145,6 +145,26 @@ TEST_F(SummarizationTest, FourLeavesAreCondensedIntoOneAtTheNextDepth) {
   for (const auto& [depth, n] : per_depth) EXPECT_LT(n, 4) << "depth " << depth;
 }
 
+TEST_F(SummarizationTest, ARunCountsTheSummariesTheNextContextShowsAndOnlyThose) {
+  SetConfig([](DaemonConfig& c) { c.budget.total = 12000; });  // leaves are condensed
+  ASSERT_TRUE(Create("w").ok());
+  ASSERT_TRUE(Append("w", ErrorRounds(1, 60)).status.ok());
+  EXPECT_EQ(services_->summary_tokens.size(), 0u);
+  Result<SummarizeOutcome> out = Run("w");
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_GE(out->condensed, 1);
+  Result<std::vector<SummaryRecord>> top = stores_->summaries.List("w", true);
+  ASSERT_TRUE(top.ok());
+  // The top of the tree is counted; the leaves condensed in the same run are not.
+  EXPECT_EQ(services_->summary_tokens.size(), top->size());
+  EXPECT_LT(top->size(), static_cast<size_t>(out->leaves + out->condensed));
+  // The context counts with the same keys: it finds every count and adds none.
+  Result<ContextOutcome> ctx = Context("w");
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  EXPECT_EQ(ctx->context.report.summaries_included, static_cast<int64_t>(top->size()));
+  EXPECT_EQ(services_->summary_tokens.size(), top->size());
+}
+
 TEST_F(SummarizationTest, TheWorkerRunsTheJobAContextQueuesAndTheNextContextUsesIt) {
   ASSERT_TRUE(Create("w").ok());
   ASSERT_TRUE(Append("w", ErrorRounds(1, 50, 400)).status.ok());
