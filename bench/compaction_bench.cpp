@@ -7,14 +7,17 @@
 // daemon's own cost: the transcript, the HTTP exchange, counting, the trail, commits).
 // Against Missy's compact_session, about 100 ms on this data size (target ≤ 5 ms).
 //
-// Each backend twice. "none": the session is created with a huge context_window, so
-// appending queues no background summarization and the compaction (asking for a
+// Each backend three times. "none": the session is created with a huge context_window,
+// so appending queues no background summarization and the compaction (asking for a
 // 200,000-token window, leaf chunks of 20,000 tokens) summarizes all of it: the worst
 // case, and the figure the target is about. With such a session window every leaf fits
 // half the history budget, so nothing is condensed: the figure is the leaves'. "kept
 // up": the session has the 200,000-token window itself, so the daemon summarizes in the
 // background as the messages come (as it does for an agent); once that is done, the
-// compaction covers only what is left. The audit log's summarization.completed events
+// compaction covers only what is left. "kept up+100": the same, then 100 more messages
+// (under the threshold: nothing is queued for them) appended just before the
+// compaction, as the turns an agent made since the last job: the compaction summarizes
+// those outside the fresh tail itself. The audit log's summarization.completed events
 // (MISSY_BENCH_KEEP_HOME=1 keeps the home) give each summary's own duration, apart from
 // its commit.
 //
@@ -44,6 +47,9 @@ namespace {
 
 constexpr double kMissyMs = 100.0;
 constexpr double kTargetMs = 5.0;
+// Appended after background summarization is done, in the "kept up+" rows: under the
+// 0.75 threshold of a 200,000-token window's history budget.
+constexpr size_t kLate = 100;
 
 // The trajectories' messages, in file order (system messages left out).
 std::vector<json::value> LoadTrajectories() {
@@ -111,6 +117,26 @@ Outcome Compact(missy::UnixHttpConnection& conn, const std::string& id) {
   return out;
 }
 
+// Appends source messages [from, to) (repeated in order) in batches of 1,000.
+bool Append(missy::UnixHttpConnection& conn, const std::string& id,
+            const std::vector<json::value>& source, size_t from, size_t to) {
+  for (size_t appended = from; appended < to;) {
+    json::array batch;
+    while (appended < to && batch.size() < 1000) {
+      batch.push_back(source[appended % source.size()]);
+      ++appended;
+    }
+    auto r = conn.Call("POST", "/v1/sessions/" + id + "/messages",
+                       json::serialize(json::object{{"messages", batch}}), 120s);
+    if (!r.ok() || r->status != 200) {
+      std::fprintf(stderr, "append failed: %s\n",
+                   r.ok() ? r->body.c_str() : r.status().ToString().c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -147,18 +173,21 @@ int main(int argc, char** argv) {
       "Forced compaction of a %zu-message session over the socket (real missyd, disk "
       "under /var/tmp)\n",
       messages);
-  std::printf("%-11s %-9s %9s %7s %9s %8s %11s %9s %9s %8s\n", "backend", "history", "ms", "leaves",
-              "condensed", "covered", "tokens", "after", "next ctx", "vs 100ms");
+  std::printf("%-11s %-12s %9s %7s %9s %8s %11s %9s %9s %8s\n", "backend", "history", "ms",
+              "leaves", "condensed", "covered", "tokens", "after", "next ctx", "vs 100ms");
   int status = 0;
   struct Scenario {
     const char* backend;
     bool kept_up;  // background summarization ran as the messages came
+    size_t late;   // messages appended after it was done, before the compaction
   };
-  for (const Scenario sc : {Scenario{"extractive", false}, Scenario{"llm", false},
-                            Scenario{"extractive", true}, Scenario{"llm", true}}) {
+  for (const Scenario sc : {Scenario{"extractive", false, 0}, Scenario{"llm", false, 0},
+                            Scenario{"extractive", true, 0}, Scenario{"llm", true, 0},
+                            Scenario{"extractive", true, kLate}, Scenario{"llm", true, kLate}}) {
     const char* backend = sc.backend;
-    const std::string id =
-        std::string("compact-") + backend + (sc.kept_up ? "-kept-up" : "-unsummarized");
+    const std::string id = std::string("compact-") + backend +
+                           (sc.kept_up ? "-kept-up" : "-unsummarized") +
+                           (sc.late > 0 ? "-late" : "");
     // Unsummarized: a window so large that nothing is queued while appending, so the
     // compaction summarizes all of it (the worst case). Kept up: the window the
     // compaction names, so the daemon summarizes in the background as the messages come,
@@ -173,20 +202,7 @@ int main(int argc, char** argv) {
                    created.ok() ? created->body.c_str() : created.status().ToString().c_str());
       return 1;
     }
-    for (size_t appended = 0; appended < messages;) {
-      json::array batch;
-      while (appended < messages && batch.size() < 1000) {
-        batch.push_back(source[appended % source.size()]);
-        ++appended;
-      }
-      auto r = conn.Call("POST", "/v1/sessions/" + id + "/messages",
-                         json::serialize(json::object{{"messages", batch}}), 120s);
-      if (!r.ok() || r->status != 200) {
-        std::fprintf(stderr, "append failed: %s\n",
-                     r.ok() ? r->body.c_str() : r.status().ToString().c_str());
-        return 1;
-      }
-    }
+    if (!Append(conn, id, source, 0, messages - sc.late)) return 1;
     // The appends' full-text indexing is deferred to the writer; a search catches it up,
     // so that the figure is the compaction's alone (a session compacts long after most of
     // its messages were appended), then the WAL checkpoint gets a moment.
@@ -203,6 +219,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::this_thread::sleep_for(1s);
+    // The agent's turns since the last job: less than the threshold, so nothing queued;
+    // the compaction summarizes those outside the fresh tail itself.
+    if (sc.late > 0 && !Append(conn, id, source, messages - sc.late, messages)) return 1;
     if (const char* pause = std::getenv("MISSY_BENCH_PROFILE_PAUSE")) {
       // Time to attach a profiler to the daemon for the compaction alone.
       std::fprintf(stderr, "compacting %s in %s s: missyd pid %d\n", id.c_str(), pause,
@@ -214,8 +233,11 @@ int main(int argc, char** argv) {
       status = 1;
       continue;
     }
-    std::printf("%-11s %-9s %9.1f %7lld %9lld %8lld %11lld %9lld %9lld %7.2fx%s%s\n", backend,
-                sc.kept_up ? "kept up" : "none", o.ms, static_cast<long long>(o.leaves),
+    const std::string history = !sc.kept_up   ? "none"
+                                : sc.late > 0 ? "kept up+" + std::to_string(sc.late)
+                                              : "kept up";
+    std::printf("%-11s %-12s %9.1f %7lld %9lld %8lld %11lld %9lld %9lld %7.2fx%s%s\n", backend,
+                history.c_str(), o.ms, static_cast<long long>(o.leaves),
                 static_cast<long long>(o.condensed), static_cast<long long>(o.covered),
                 static_cast<long long>(o.before), static_cast<long long>(o.after),
                 static_cast<long long>(o.used), kMissyMs / o.ms,
