@@ -152,6 +152,20 @@ Result<SummaryRecord> SummaryStore::Get(std::string_view id) {
 
 Result<std::vector<SummaryRecord>> SummaryStore::List(std::string_view session_id,
                                                       bool uncondensed_only) {
+  return ListWith(session_id, kColumns, uncondensed_only);
+}
+
+Result<std::vector<SummaryRecord>> SummaryStore::ListTop(std::string_view session_id) {
+  // FromRow's columns, with literals for the long ones.
+  static constexpr char kPlanned[] =
+      "id, session_id, depth, '', tokens, first_seq, last_seq, '[]', parent_id, start_ms, "
+      "end_ms, descendant_count, '', created_at_ms, n";
+  return ListWith(session_id, kPlanned, /*uncondensed_only=*/true);
+}
+
+Result<std::vector<SummaryRecord>> SummaryStore::ListWith(std::string_view session_id,
+                                                          const char* columns,
+                                                          bool uncondensed_only) {
   std::vector<SummaryRecord> out;
   MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
     MISSY_ASSIGN_STMT(exists, c, "SELECT 1 FROM sessions WHERE id = ?1");
@@ -161,7 +175,7 @@ Result<std::vector<SummaryRecord>> SummaryStore::List(std::string_view session_i
       return Status::NotFound("session '" + std::string(session_id) + "' not found", "session_id");
     }
     MISSY_ASSIGN_STMT(q, c,
-                      std::string("SELECT ") + kColumns + " FROM summaries WHERE session_id = ?1 " +
+                      std::string("SELECT ") + columns + " FROM summaries WHERE session_id = ?1 " +
                           (uncondensed_only ? "AND parent_id IS NULL " : "") +
                           "ORDER BY first_seq, depth, n");
     q.Bind(1, session_id);

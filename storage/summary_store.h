@@ -34,6 +34,9 @@ class SummaryStore {
   // those without a parent (what the assembler shows). kNotFound for an unknown session.
   Result<std::vector<SummaryRecord>> List(std::string_view session_id,
                                           bool uncondensed_only = false);
+  // List(session_id, true) without the text, children and artifacts of each: the top of
+  // the tree as a summarization run plans on it (Get reads what it then needs).
+  Result<std::vector<SummaryRecord>> ListTop(std::string_view session_id);
   // What a context needs, without reading every summary of a long session: the
   // session's summaries without a parent, plus those a context whose anchor snapshot
   // holds the summaries up to ordinal `through` (0: none) shows in place of a newer
@@ -49,6 +52,10 @@ class SummaryStore {
   Result<std::vector<StoredMessage>> Messages(std::string_view id);
 
  private:
+  // List's query, reading `columns` (FromRow's, some of them literals).
+  Result<std::vector<SummaryRecord>> ListWith(std::string_view session_id, const char* columns,
+                                              bool uncondensed_only);
+
   Database& db_;
 };
 

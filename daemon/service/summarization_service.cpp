@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <unordered_set>
 
 #include "core/extractive_summarizer.h"
 #include "core/message_extract.h"
@@ -201,18 +202,19 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
   }
   SummarizeOutcome out;
 
-  // What is covered (one index read) and the summaries without a parent: what a run
-  // needs of the tree, however many summaries the session has below the top.
+  // What is covered (one index read) and the summaries without a parent, without their
+  // text: what a run plans on, however many summaries the session has. Texts are read
+  // only for what a run then writes from.
   Result<int64_t> covered = deps_.stores->summaries.CoveredThrough(id);
   if (!covered.ok()) return covered.status();
   const int64_t covered_through = *covered;
-  Result<std::vector<SummaryRecord>> top = deps_.stores->summaries.List(id, true);
+  Result<std::vector<SummaryRecord>> top = deps_.stores->summaries.ListTop(id);
   if (!top.ok()) return top.status();
-  const SummaryRecord* newest = nullptr;  // the prior summary a new leaf continues
+  std::string newest_id;  // the prior summary a new leaf continues
+  int64_t newest_last = -1;
   for (const SummaryRecord& s : *top) {
-    if (newest == nullptr || s.last_seq > newest->last_seq) newest = &s;
+    if (s.last_seq > newest_last) newest_id = s.id, newest_last = s.last_seq;
   }
-  std::string prior = newest != nullptr ? newest->content : "";
 
   // Plan on what the messages cost, without their content.
   Result<std::vector<PlanMessage>> planned = deps_.stores->messages.LoadPlan(id, covered_through);
@@ -235,6 +237,12 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     out.stopped = "not enough new history outside the fresh tail (" +
                   std::to_string(uncovered_tokens) + " tokens uncovered)";
     return out;  // nothing worth a summary yet: no event, no write
+  }
+  std::string prior;
+  if (!chunks.empty() && !newest_id.empty()) {
+    Result<SummaryRecord> newest = deps_.stores->summaries.Get(newest_id);
+    if (!newest.ok()) return newest.status();
+    prior = std::move(newest->content);
   }
   // Built only when there is work: an llm backend makes a provider client.
   auto select = [&] {
@@ -275,6 +283,7 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
   // Leaves, oldest first; each continues the one before it. They are committed in
   // batches (one transaction each: a crash loses at most a batch, never part of one).
   std::vector<PendingSummary> pending;
+  std::vector<SummaryRecord> written;  // as stored, for the counts of those left on top
   int64_t pending_since = 0;
   auto flush = [&]() -> Status {
     if (pending.empty()) return Status::Ok();
@@ -289,6 +298,7 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
       out.tokens_before += p.sum.source_tokens;
       out.tokens_after += p.sum.tokens;
       out.summary_ids.push_back((*stored)[i].id);
+      written.push_back(std::move((*stored)[i]));
     }
     pending.clear();
     return Status::Ok();
@@ -345,7 +355,7 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
 
   // Condense while some depth has condensed_fanout summaries without a parent.
   for (;;) {
-    top = deps_.stores->summaries.List(id, true);
+    top = deps_.stores->summaries.ListTop(id);
     if (!top.ok()) return top.status();
     std::vector<PlanSummary> plan;
     for (const SummaryRecord& s : *top) plan.push_back({s.id, s.depth, s.first_seq, s.tokens});
@@ -359,16 +369,16 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     record.first_seq = INT64_MAX;
     record.start_ms = INT64_MAX;
     for (const std::string& child_id : ids) {
-      auto it = std::find_if(top->begin(), top->end(),
-                             [&](const SummaryRecord& s) { return s.id == child_id; });
-      Result<ArtifactTrail> trail = ArtifactsFromJson(it->artifacts_json);
-      children.push_back({it->content, trail.ok() ? *trail : ArtifactTrail{}, it->tokens});
-      record.depth = it->depth + 1;
-      record.first_seq = std::min(record.first_seq, it->first_seq);
-      record.last_seq = std::max(record.last_seq, it->last_seq);
-      record.start_ms = std::min(record.start_ms, it->start_ms);
-      record.end_ms = std::max(record.end_ms, it->end_ms);
-      record.descendant_count += it->descendant_count;
+      Result<SummaryRecord> child = deps_.stores->summaries.Get(child_id);
+      if (!child.ok()) return child.status();
+      Result<ArtifactTrail> trail = ArtifactsFromJson(child->artifacts_json);
+      children.push_back({child->content, trail.ok() ? *trail : ArtifactTrail{}, child->tokens});
+      record.depth = child->depth + 1;
+      record.first_seq = std::min(record.first_seq, child->first_seq);
+      record.last_seq = std::max(record.last_seq, child->last_seq);
+      record.start_ms = std::min(record.start_ms, child->start_ms);
+      record.end_ms = std::max(record.end_ms, child->end_ms);
+      record.descendant_count += child->descendant_count;
       record.child_ids.push_back(child_id);
     }
     BackendSummary sum =
@@ -397,14 +407,18 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
     CountSummary(deps_, sum, "condensed");
     ++out.condensed;
     out.summary_ids.push_back(stored->id);
+    written.push_back(std::move(*stored));
   }
-  // The next context shows the summaries without a parent (`top`, as listed last): their
-  // messages are counted now, off the request path, instead of by the first context that
-  // shows them.
-  if (deps_.summary_tokens != nullptr && (out.leaves > 0 || out.condensed > 0)) {
+  // The next context shows the summaries without a parent (`top`, as listed last): those
+  // this run wrote are counted now, off the request path, instead of by the first context
+  // that shows them (the others were when they were written).
+  if (deps_.summary_tokens != nullptr && !written.empty()) {
+    std::unordered_set<std::string> shown;
+    for (const SummaryRecord& s : *top) shown.insert(s.id);
     std::vector<SummaryView> views;
-    views.reserve(top->size());
-    for (const SummaryRecord& s : *top) views.push_back(ToSummaryView(s));
+    for (const SummaryRecord& s : written) {
+      if (shown.count(s.id) != 0) views.push_back(ToSummaryView(s));
+    }
     deps_.summary_tokens->Fill(views, counter);
   }
   if (!out.stopped.empty()) spdlog::warn("summarization of {} stopped: {}", id, out.stopped);

@@ -102,6 +102,39 @@ TEST_F(SummaryStoreTest, CondensingSetsParentsAndHidesChildren) {
   EXPECT_EQ(db_->summaries.List("s")->size(), 5u);  // neither failure left a row
 }
 
+TEST_F(SummaryStoreTest, ListTopIsTheUncondensedListWithoutTheLongColumns) {
+  std::vector<std::string> leaves;
+  for (int i = 0; i < 4; ++i) {
+    auto l = db_->summaries.Insert(Leaf(i * 2 + 1, i * 2 + 2, "leaf " + std::to_string(i)));
+    ASSERT_TRUE(l.ok());
+    leaves.push_back(l->id);
+  }
+  ASSERT_TRUE(db_->summaries.Insert(Parent(leaves, 1, 8, "one to eight")).ok());
+  ASSERT_TRUE(db_->summaries.Insert(Leaf(9, 10, "nine and ten")).ok());
+  auto full = db_->summaries.List("s", true);
+  auto planned = db_->summaries.ListTop("s");
+  ASSERT_TRUE(full.ok() && planned.ok());
+  ASSERT_EQ(planned->size(), 2u);
+  ASSERT_EQ(full->size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const SummaryRecord& f = (*full)[i];
+    const SummaryRecord& p = (*planned)[i];
+    EXPECT_EQ(p.id, f.id);
+    EXPECT_EQ(p.depth, f.depth);
+    EXPECT_EQ(p.first_seq, f.first_seq);
+    EXPECT_EQ(p.last_seq, f.last_seq);
+    EXPECT_EQ(p.tokens, f.tokens);
+    EXPECT_EQ(p.descendant_count, f.descendant_count);
+    EXPECT_EQ(p.ordinal, f.ordinal);
+    EXPECT_TRUE(p.content.empty());
+    EXPECT_TRUE(p.child_ids.empty());
+    EXPECT_TRUE(p.artifacts_json.empty());
+  }
+  EXPECT_EQ((*planned)[0].depth, 1);
+  EXPECT_EQ((*planned)[1].first_seq, 9);
+  EXPECT_EQ(db_->summaries.ListTop("ghost").status().code(), StatusCode::kNotFound);
+}
+
 TEST_F(SummaryStoreTest, SummaryErrors) {
   SummaryRecord bad = Leaf(1, 2, "x");
   bad.session_id = "ghost";
