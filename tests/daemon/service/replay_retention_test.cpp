@@ -8,7 +8,8 @@
 // as their prefix. The replay is the same on every run (fake ids, the trigger waited for,
 // the index caught up), so these figures can be compared between changes.
 // MISSY_RETENTION_DEBUG=1 prints each break of the prefix; MISSY_RETENTION_TRACE=1 also
-// prints every context (eviction, first kept seq, leaf coverage, tokens).
+// prints every context (eviction, first kept seq, leaf coverage, tokens);
+// MISSY_RETENTION_DIFF=1 (with DEBUG) prints where the first changed message differs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -174,6 +175,14 @@ TEST_F(ReplayRetentionTest, RealSessionsAt28kTokensKeepTheTaskFilesAndErrorsInVi
               contexts, br.eviction.c_str(), (long long)br.first_kept_seq,
               (long long)br.summaries_included, br.newly_pruned_seqs.size(),
               (long long)br.used_tokens, same, previous.size(), now.size());
+          if (getenv("MISSY_RETENTION_DIFF") && same < previous.size() && same < now.size()) {
+            const std::string a = previous[same].PlainText(), b = now[same].PlainText();
+            size_t k = 0;
+            while (k < a.size() && k < b.size() && a[k] == b[k]) ++k;
+            std::printf("    differ at char %zu of %zu/%zu: [%s] vs [%s]\n", k, a.size(), b.size(),
+                        a.substr(k > 80 ? k - 80 : 0, 200).c_str(),
+                        b.substr(k > 80 ? k - 80 : 0, 200).c_str());
+          }
         }
         if (getenv("MISSY_RETENTION_TRACE")) {
           Result<int64_t> covered = stores_->summaries.CoveredThrough(id);
