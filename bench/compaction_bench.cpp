@@ -17,9 +17,12 @@
 // compaction covers only what is left. "kept up+100": the same, then 100 more messages
 // (under the threshold: nothing is queued for them) appended just before the
 // compaction, as the turns an agent made since the last job: the compaction summarizes
-// those outside the fresh tail itself. The audit log's summarization.completed events
-// (MISSY_BENCH_KEEP_HOME=1 keeps the home) give each summary's own duration, apart from
-// its commit.
+// those outside the fresh tail itself. In the kept-up rows the compaction follows a
+// context request, as an agent's does (its provider refused that context); in the
+// "none" rows that request would queue the background summarization they are without,
+// so there the compaction finds nothing read or counted yet. The audit log's
+// summarization.completed events (MISSY_BENCH_KEEP_HOME=1 keeps the home) give each
+// summary's own duration, apart from its commit.
 //
 // Usage: compaction_bench PATH_TO_MISSYD [--messages N]
 // MISSY_BENCH_PROFILE_PAUSE=N waits N seconds before each compaction and prints the
@@ -50,6 +53,8 @@ constexpr double kTargetMs = 5.0;
 // Appended after background summarization is done, in the "kept up+" rows: under the
 // 0.75 threshold of a 200,000-token window's history budget.
 constexpr size_t kLate = 100;
+// The window every context and compaction asks for.
+constexpr char kWindow[] = R"({"context_window":200000,"max_output_tokens":4000})";
 
 // The trajectories' messages, in file order (system messages left out).
 std::vector<json::value> LoadTrajectories() {
@@ -222,6 +227,17 @@ int main(int argc, char** argv) {
     // The agent's turns since the last job: less than the threshold, so nothing queued;
     // the compaction summarizes those outside the fresh tail itself.
     if (sc.late > 0 && !Append(conn, id, source, messages - sc.late, messages)) return 1;
+    // An agent compacts after its provider refused the context it was just given: that
+    // context came first (in the kept-up rows; in the "none" rows such a context would
+    // queue the background summarization the row is without).
+    if (sc.kept_up) {
+      auto ctx = conn.Call("POST", "/v1/sessions/" + id + "/context", kWindow, 60s);
+      if (!ctx.ok() || ctx->status != 200) {
+        std::fprintf(stderr, "context failed: %s\n",
+                     ctx.ok() ? ctx->body.c_str() : ctx.status().ToString().c_str());
+        return 1;
+      }
+    }
     if (const char* pause = std::getenv("MISSY_BENCH_PROFILE_PAUSE")) {
       // Time to attach a profiler to the daemon for the compaction alone.
       std::fprintf(stderr, "compacting %s in %s s: missyd pid %d\n", id.c_str(), pause,
