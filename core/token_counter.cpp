@@ -1,5 +1,6 @@
 #include "core/token_counter.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace missy {
@@ -13,6 +14,12 @@ int64_t MessageTokenCounter::CountText(std::string_view text) const {
   const int64_t raw = counter_->Count(text);
   if (options_.factor == 1.0) return raw;
   return static_cast<int64_t>(std::ceil(static_cast<double>(raw) * options_.factor));
+}
+
+int64_t MessageTokenCounter::AtMost(std::string_view text) const {
+  if (text.empty()) return 0;
+  const double bound = static_cast<double>(text.size() + 1) * std::max(options_.factor, 1.0);
+  return static_cast<int64_t>(std::ceil(bound));
 }
 
 // Per message: overhead + content text + images at a fixed cost + for each tool call

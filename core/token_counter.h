@@ -43,6 +43,10 @@ class MessageTokenCounter {
                       MessageCountingOptions options = {});
   int64_t CountMessage(const Message& m) const;
   int64_t CountText(std::string_view text) const;  // factor applied
+  // A bound CountText(text) never exceeds, without counting: no counter makes more than
+  // one token of a byte (a BPE token is at least one byte; the heuristic's ceiling adds
+  // at most one to its sum), so bytes + 1, factor applied.
+  int64_t AtMost(std::string_view text) const;
   // Tool definitions (the JSON schema array as sent by the agent).
   int64_t CountToolDefinitions(std::string_view tools_json) const;
   const TokenCounter& counter() const { return *counter_; }

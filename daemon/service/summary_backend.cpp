@@ -20,7 +20,6 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr int64_t kMinAnswerTokens = 64;  // a split half is asked for at least this much
 constexpr int64_t kPromptMargin = 256;    // chat framing the counter does not see
 
-
 // At most `chars` bytes of `text`, cut back to a UTF-8 boundary.
 std::string_view Head(std::string_view text, size_t chars) {
   if (text.size() <= chars) return text;
@@ -181,7 +180,8 @@ int64_t SourceTokens(std::span<const StoredMessage> chunk, const MessageTokenCou
 
 int64_t SourceTokens(std::span<const ChildSummary> children, const MessageTokenCounter& counter) {
   int64_t total = 0;
-  for (const ChildSummary& c : children) total += c.tokens > 0 ? c.tokens : counter.CountText(c.text);
+  for (const ChildSummary& c : children)
+    total += c.tokens > 0 ? c.tokens : counter.CountText(c.text);
   return total;
 }
 
@@ -249,9 +249,14 @@ LlmBackend::Answer LlmBackend::Ask(bool condense, std::span<const std::string> u
     if (!right.ok) return right;
     return {true, left.text + "\n\n" + right.text, ""};
   };
+  // Counted only when its size alone does not show that it fits (a 20,000-token chunk
+  // is some 80 KB: most summarizer models' windows take it without a count).
+  const auto over_window = [&](auto count) {
+    return count(request.system) + count(user) + kPromptMargin > options_.max_input_tokens;
+  };
   if (options_.max_input_tokens > 0 &&
-      counter.CountText(request.system) + counter.CountText(user) + kPromptMargin >
-          options_.max_input_tokens) {
+      over_window([&](std::string_view t) { return counter.AtMost(t); }) &&
+      over_window([&](std::string_view t) { return counter.CountText(t); })) {
     return split("the request does not fit the summarizer model's window");
   }
   if (SteadyClock::now() >= options_.deadline) {
@@ -347,8 +352,9 @@ BackendSummary LlmBackend::Condense(std::span<const ChildSummary> children, int6
 // Selection
 
 std::string RequestedBackend(const DaemonConfig& config, std::string_view backend_override) {
-  const std::string_view b =
-      backend_override.empty() ? std::string_view(config.summarizer_backend.backend) : backend_override;
+  const std::string_view b = backend_override.empty()
+                                 ? std::string_view(config.summarizer_backend.backend)
+                                 : backend_override;
   return b == kLlmBackend ? kLlmBackend : kExtractiveBackend;
 }
 
