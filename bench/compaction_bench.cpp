@@ -78,7 +78,7 @@ std::vector<json::value> LoadTrajectories() {
 std::string Config(const std::string& provider_url) {
   std::string yaml = R"(providers:
   fake:
-    model: gpt-test
+    model: gpt-4o-mini
     base_url: PROVIDER_URL
     api_key: sk-bench
 context:
