@@ -168,6 +168,7 @@ class Subscriber final : public BroadcastSubscriber,
   uint64_t pending_drops_ = 0;                 // times pending_ overflowed before going live
   int64_t handshake_dropped_from_ = kNoFloor;  // seqs dropped before the first line
   int64_t handshake_dropped_to_ = kNoFloor;
+  uint64_t handshake_dropped_lines_ = 0;  // how many lines those were
   bool write_scheduled_ = false;
   std::string notice_;  // gap or error line to send before closing
 };
@@ -231,6 +232,14 @@ void Subscriber::Begin(const SubscribeRequest& req) {
       json::object d;
       d["reason"] = "subscriber too slow";
       d["dropped_from_seq"] = std::max(handshake_dropped_from_, live_floor_ + 1);
+      // They count as lost, with those held since (CutLocked counts these): the ones the
+      // request wanted, above its floor.
+      const uint64_t wanted =
+          live_floor_ < handshake_dropped_from_
+              ? handshake_dropped_lines_
+              : std::min<uint64_t>(handshake_dropped_lines_,
+                                   static_cast<uint64_t>(handshake_dropped_to_ - live_floor_));
+      metrics::ProcessNetStats().audit_lines_dropped += wanted;
       CutLocked(NoticeLine("audit.gap", std::move(d)), /*too_slow=*/true);
       return;
     }
@@ -370,6 +379,7 @@ void Subscriber::Offer(const PublishedPtr& p) {
     if (phase_ == Phase::kHandshake) {
       if (handshake_dropped_from_ == kNoFloor) handshake_dropped_from_ = pending_.front()->seq;
       handshake_dropped_to_ = pending_.back()->seq;
+      handshake_dropped_lines_ += pending_.size();
     }
     for (const auto& held : pending_) queued_bytes_ -= held->bytes();
     pending_.clear();
