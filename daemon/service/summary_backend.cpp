@@ -180,8 +180,9 @@ int64_t SourceTokens(std::span<const StoredMessage> chunk, const MessageTokenCou
 
 int64_t SourceTokens(std::span<const ChildSummary> children, const MessageTokenCounter& counter) {
   int64_t total = 0;
-  for (const ChildSummary& c : children)
+  for (const ChildSummary& c : children) {
     total += c.tokens > 0 ? c.tokens : counter.CountText(c.text);
+  }
   return total;
 }
 
