@@ -151,6 +151,7 @@ int main(int argc, char** argv) {
     // (tokenizer ranks, buffers, allocator slack).
     DatabaseOptions db_options;
     db_options.cache_budget_bytes = (config->limits.memory_mb << 20) / 8;
+    db_options.log = [](const std::string& line) { spdlog::info("{}", line); };
     Result<std::unique_ptr<Database>> db = Database::Open(config->database_path, db_options);
     if (!db.ok()) {
       spdlog::critical("cannot open database: {}", db.status().ToString());

@@ -657,7 +657,7 @@ Result<std::unique_ptr<Database>> Database::Open(const std::string& path,
     MISSY_RETURN_IF_ERROR(
         c.Exec("PRAGMA max_page_count = " + std::to_string(options.max_page_count)));
   }
-  MISSY_RETURN_IF_ERROR(schema::Migrate(c));
+  MISSY_RETURN_IF_ERROR(schema::Migrate(c, -1, options.log));
   std::unique_ptr<Connection> checkpointer;
   if (!options.read_only) {
     auto opened = Connection::Open(path, Connection::Mode::kReadWrite);

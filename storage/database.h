@@ -58,6 +58,8 @@ struct DatabaseOptions {
                                 // file once it holds this many pages (SQLite's default)
   int max_readers = 6;          // read connections open at once; a Read waits while all are busy
                                 // (a Read nested in another on the same thread gets one more)
+  // Schema migrations' progress, a line before and after each (empty: none).
+  std::function<void(const std::string&)> log;
 };
 
 // SQLite memory, for /v1/health and the memory bound (Database::MemoryStats).

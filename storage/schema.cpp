@@ -1,5 +1,8 @@
 #include "storage/schema.h"
 
+#include <chrono>
+#include <string>
+
 namespace missy::schema {
 namespace {
 
@@ -296,8 +299,8 @@ ALTER TABLE messages DROP COLUMN extract;
 
 const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> kMigrations = {
-      kMigration1, kMigration2, kMigration3, kMigration4, kMigration5,
-      kMigration6, kMigration7, kMigration8, kMigration9, kMigration10, kMigration11};
+      kMigration1, kMigration2, kMigration3, kMigration4,  kMigration5, kMigration6,
+      kMigration7, kMigration8, kMigration9, kMigration10, kMigration11};
   return kMigrations;
 }
 
@@ -313,11 +316,29 @@ Result<int> CheckVersion(sqlite::Connection& conn) {
   return static_cast<int>(*v);
 }
 
-Status Migrate(sqlite::Connection& conn, int target) {
+namespace {
+
+// What a migration does that takes time in proportion to the database ("" for the quick
+// ones): said before it runs, so that a long first start after an upgrade is explained.
+std::string_view SlowPart(int version) {
+  switch (version) {
+    case 8:
+    case 11:
+      return "rewrites the messages table";
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
+Status Migrate(sqlite::Connection& conn, int target, const MigrationLog& log) {
   if (target < 0) target = LatestVersion();
   auto current = CheckVersion(conn);
   if (!current.ok()) return current.status();
   if (*current >= target) return Status::Ok();  // nothing to write (works read-only too)
+  // A new database (version 0) is created in no time: only an upgrade is worth a word.
+  const MigrationLog say = *current > 0 ? log : MigrationLog{};
   for (;;) {
     MISSY_RETURN_IF_ERROR(conn.Exec("BEGIN IMMEDIATE", "begin migration of " + conn.path()));
     // Read the version inside the write transaction: another process may have
@@ -328,6 +349,15 @@ Status Migrate(sqlite::Connection& conn, int target) {
       return version.ok() ? Status::Ok() : version.status();
     }
     int next = *version + 1;
+    const auto started = std::chrono::steady_clock::now();
+    if (say) {
+      const std::string_view slow = SlowPart(next);
+      say("migrating " + conn.path() + " from schema version " + std::to_string(*version) + " to " +
+          std::to_string(next) +
+          (slow.empty()
+               ? std::string()
+               : " (this " + std::string(slow) + ": it takes a while on a large database)"));
+    }
     Status st = conn.Exec(Migrations()[next - 1], "migration to schema version " +
                                                       std::to_string(next) + " of " + conn.path());
     if (st.ok()) st = conn.Exec("PRAGMA user_version = " + std::to_string(next));
@@ -335,6 +365,13 @@ Status Migrate(sqlite::Connection& conn, int target) {
     if (!st.ok()) {
       if (conn.InTransaction()) (void)conn.Exec("ROLLBACK");
       return st;
+    }
+    if (say) {
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - started)
+                          .count();
+      say("migrated " + conn.path() + " to schema version " + std::to_string(next) + " in " +
+          std::to_string(ms) + " ms");
     }
   }
 }

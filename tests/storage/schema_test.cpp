@@ -87,6 +87,33 @@ TEST(SchemaTest, MigratingAnExistingDatabaseTwiceIsANoOp) {
   EXPECT_TRUE(db->sessions.Get("s").ok());
 }
 
+// An upgrade says what it does: a line before each migration, naming one that rewrites a
+// table (a long first start on a large database), and one after it with its duration.
+TEST(SchemaTest, AMigrationSaysWhatItDoesBeforeAndAfter) {
+  TempDir dir;
+  const std::string path = dir.Join("v10.db");
+  auto conn = sqlite::Connection::Open(path, sqlite::Connection::Mode::kReadWriteCreate);
+  ASSERT_TRUE(conn.ok());
+  ASSERT_TRUE(schema::Migrate(**conn, 9).ok());
+  std::vector<std::string> lines;
+  ASSERT_TRUE(schema::Migrate(**conn, -1, [&](const std::string& l) { lines.push_back(l); }).ok());
+  ASSERT_EQ(lines.size(), 2u * (schema::LatestVersion() - 9));
+  EXPECT_EQ(lines[0], "migrating " + path + " from schema version 9 to 10");
+  EXPECT_EQ(lines[1].rfind("migrated " + path + " to schema version 10 in ", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[1].substr(lines[1].size() - 3), " ms");
+  EXPECT_EQ(lines[2], "migrating " + path +
+                          " from schema version 10 to 11 (this rewrites the messages table: it "
+                          "takes a while on a large database)");
+  // Nothing to do, or a new database created: nothing said.
+  lines.clear();
+  ASSERT_TRUE(schema::Migrate(**conn, -1, [&](const std::string& l) { lines.push_back(l); }).ok());
+  auto fresh =
+      sqlite::Connection::Open(dir.Join("new.db"), sqlite::Connection::Mode::kReadWriteCreate);
+  ASSERT_TRUE(fresh.ok());
+  ASSERT_TRUE(schema::Migrate(**fresh, -1, [&](const std::string& l) { lines.push_back(l); }).ok());
+  EXPECT_TRUE(lines.empty());
+}
+
 // Version 4 → 5 (the session anchor and outbox cursors), from a database built with the
 // old migrations, keeps every row and the search index.
 TEST(SchemaTest, MigratesAVersion4DatabaseToVersion5KeepingItsData) {
