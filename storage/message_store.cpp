@@ -161,9 +161,7 @@ Result<std::vector<StoredMessage>> MessageStore::Append(Txn& txn, std::string_vi
                     "INSERT INTO messages (session_id, seq, role, content, tool_calls, "
                     "tool_call_id, name, created_at_ms, tokens, flags, text) "
                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
-  MISSY_ASSIGN_STMT(digest, c,
-                    "INSERT INTO message_digests (id, role, tokens, created_at_ms, extract) "
-                    "VALUES (?1, ?2, ?3, ?4, ?5)");
+  MISSY_ASSIGN_STMT(digest, c, kInsertDigestSql);
   for (EncodedBatch::Row& row : batch.rows_) {
     ++seq;
     Message& m = row.source.message;

@@ -39,6 +39,13 @@ class EncodedBatch {
 
 class MessageStore {
  public:
+  // The digest row written with each message (schema v11), keyed by its row id: ?1 id,
+  // ?2 role, ?3 tokens, ?4 created_at_ms, ?5 extract (NULL: none). The Missy import
+  // writes it too.
+  static constexpr char kInsertDigestSql[] =
+      "INSERT INTO message_digests (id, role, tokens, created_at_ms, extract) "
+      "VALUES (?1, ?2, ?3, ?4, ?5)";
+
   explicit MessageStore(Database& db) : db_(db) {}
 
   // Appends a batch atomically: seqs continue from the session's last seq; the

@@ -12,6 +12,7 @@
 #include "core/message_extract.h"
 #include "storage/json_strings.h"
 #include "storage/memory_store.h"
+#include "storage/message_store.h"
 #include "storage/session_store.h"
 #include "storage/sqlite.h"
 
@@ -301,9 +302,7 @@ class Importer {
         .Bind(6, tokens)
         .Bind(7, m.text);
     MISSY_RETURN_IF_ERROR(q->Run("import turn"));
-    auto digest = c_.Prepare(
-        "INSERT INTO message_digests (id, role, tokens, created_at_ms, extract) "
-        "VALUES (?1, ?2, ?3, ?4, ?5)");
+    auto digest = c_.Prepare(MessageStore::kInsertDigestSql);
     if (!digest.ok()) return digest.status();
     const std::string extract = ExtractMessage(m);
     digest->Bind(1, c_.LastInsertRowId())
