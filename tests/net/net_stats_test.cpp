@@ -43,59 +43,60 @@ TEST(NetStatsTest, AuditSubscribersAreCountedWhileConnected) {
   EXPECT_EQ(stats.audit_subscribers_total.load(), accepted + 2);
 }
 
-TEST(NetStatsTest, ASlowSubscriberCutOffIsCountedWithTheLinesItLost) {
-  metrics::NetStats& stats = metrics::ProcessNetStats();
-  TempDir dir;
-  NetOptions opts = Options(dir);
-  opts.subscriber_buffer_bytes = 16 * 1024;
-  RunningServer server(opts, SyncHandler(Echo));
-  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
-  const uint64_t cut = stats.audit_subscribers_cut.load();
-  const uint64_t dropped = stats.audit_lines_dropped.load();
+// A server that cuts a subscriber once more than kBuffer bytes wait for it, and the
+// cut counters as they were before the test.
+class SubscriberCutStatsTest : public ::testing::Test {
+ protected:
+  static constexpr size_t kBuffer = 16 * 1024;
+  static NetOptions SmallBuffer(const TempDir& dir) {
+    NetOptions opts = Options(dir);
+    opts.subscriber_buffer_bytes = kBuffer;
+    return opts;
+  }
+  void SetUp() override { ASSERT_TRUE(server_.status().ok()) << server_.status().ToString(); }
 
+  metrics::NetStats& stats_ = metrics::ProcessNetStats();
+  TempDir dir_;
+  RunningServer server_{SmallBuffer(dir_), SyncHandler(Echo)};
+  const uint64_t cut_ = stats_.audit_subscribers_cut.load();
+  const uint64_t dropped_ = stats_.audit_lines_dropped.load();
+};
+
+TEST_F(SubscriberCutStatsTest, ASlowSubscriberCutOffIsCountedWithTheLinesItLost) {
   LineSubscriber slow;  // reads its first line, then never again
-  ASSERT_TRUE(slow.Connect(dir.Join("run/audit.sock"), "{}").ok());
-  ASSERT_TRUE(WaitUntil([&] { return server->SubscriberCount() == 1; }));
+  ASSERT_TRUE(slow.Connect(dir_.Join("run/audit.sock"), "{}").ok());
+  ASSERT_TRUE(WaitUntil([&] { return server_->SubscriberCount() == 1; }));
   // Live first: lines offered while the server has not read the subscriber's request yet
   // are held, and past the buffer dropped without a cut (a busy machine is that slow).
-  server->Publish(1, "t", EventLine(1, "t"));
+  server_->Publish(1, "t", EventLine(1, "t"));
   for (;;) {
     Result<std::string> line = slow.ReadLine(5s);
     ASSERT_TRUE(line.ok()) << line.status().ToString();
     if (SeqOf(*line) == 1) break;
   }
-  for (int64_t i = 2; i <= 5001; ++i) server->Publish(i, "t", EventLine(i, "t", 200));
-  ASSERT_TRUE(WaitUntil([&] { return server->SubscriberCount() == 0; }));
-  EXPECT_EQ(stats.audit_subscribers_cut.load(), cut + 1);
+  for (int64_t i = 2; i <= 5001; ++i) server_->Publish(i, "t", EventLine(i, "t", 200));
+  ASSERT_TRUE(WaitUntil([&] { return server_->SubscriberCount() == 0; }));
+  EXPECT_EQ(stats_.audit_subscribers_cut.load(), cut_ + 1);
   // What was queued when it was cut: at least one line, at most the buffer's worth.
-  const uint64_t lost = stats.audit_lines_dropped.load() - dropped;
+  const uint64_t lost = stats_.audit_lines_dropped.load() - dropped_;
   EXPECT_GE(lost, 1u);
-  EXPECT_LE(lost, 16u * 1024 / 200);
+  EXPECT_LE(lost, kBuffer / 200);
 }
 
 // A subscriber whose request comes after its buffer overflowed (a busy machine reads it
 // late) is cut when the request arrives: every line offered meanwhile counts as lost,
 // those dropped while it waited and those held since.
-TEST(NetStatsTest, LinesDroppedBeforeTheRequestAreCountedWhenTheSubscriberIsCut) {
-  metrics::NetStats& stats = metrics::ProcessNetStats();
-  TempDir dir;
-  NetOptions opts = Options(dir);
-  opts.subscriber_buffer_bytes = 16 * 1024;
-  RunningServer server(opts, SyncHandler(Echo));
-  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
-  const uint64_t cut = stats.audit_subscribers_cut.load();
-  const uint64_t dropped = stats.audit_lines_dropped.load();
-
-  RawSocket late(dir.Join("run/audit.sock"));
+TEST_F(SubscriberCutStatsTest, LinesDroppedBeforeTheRequestAreCountedWhenTheSubscriberIsCut) {
+  RawSocket late(dir_.Join("run/audit.sock"));
   ASSERT_TRUE(late.ok());
-  ASSERT_TRUE(WaitUntil([&] { return server->SubscriberCount() == 1; }));
-  for (int64_t i = 1; i <= 500; ++i) server->Publish(i, "t", EventLine(i, "t", 200));
+  ASSERT_TRUE(WaitUntil([&] { return server_->SubscriberCount() == 1; }));
+  for (int64_t i = 1; i <= 500; ++i) server_->Publish(i, "t", EventLine(i, "t", 200));
   ASSERT_TRUE(late.Send("{}\n"));
   const std::string got = late.ReadUntil("audit.gap", 5s);
   EXPECT_NE(got.find("\"dropped_from_seq\":1"), std::string::npos) << got;
-  ASSERT_TRUE(WaitUntil([&] { return server->SubscriberCount() == 0; }));
-  EXPECT_EQ(stats.audit_subscribers_cut.load(), cut + 1);
-  EXPECT_EQ(stats.audit_lines_dropped.load() - dropped, 500u);
+  ASSERT_TRUE(WaitUntil([&] { return server_->SubscriberCount() == 0; }));
+  EXPECT_EQ(stats_.audit_subscribers_cut.load(), cut_ + 1);
+  EXPECT_EQ(stats_.audit_lines_dropped.load() - dropped_, 500u);
 }
 
 TEST(NetStatsTest, HttpConnectionsAndEdgeAnswersAreCounted) {
