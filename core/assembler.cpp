@@ -6,6 +6,7 @@
 #include <limits>
 #include <memory>
 
+#include "core/context_summaries.h"
 #include "core/groups.h"
 #include "core/sanitizer.h"
 #include "core/truncation.h"
@@ -467,35 +468,27 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
     }
   }
 
-  // 8. Summaries, oldest first; skip (do not stop at) one that does not fit (rule 2).
+  // 8. Summaries, oldest first; skip (do not stop at) one that does not fit (rule 2), and
+  // rather than skip, send the oldest short (core/context_summaries.h).
   // While the eviction anchor holds (step 9), only summaries of something before it are
-  // shown: a summary of messages the context still shows raw waits for the next eviction, so a
-  // new summary changes the prefix only when eviction changes it anyway (one compaction
-  // event replaces a large block, and the provider's prompt cache keeps hitting between).
+  // shown, in the forms the anchor was set with: a summary of messages the context still
+  // shows raw waits for the next eviction, so a new summary changes the prefix only when
+  // eviction changes it anyway (one compaction event replaces a large block, and the
+  // provider's prompt cache keeps hitting between).
   std::vector<Message> summary_messages;
   SeqRanges included;
-  auto choose_summaries = [&](const std::vector<SummaryView>& from, int64_t before_seq) {
-    summary_messages.clear();
-    included.clear();
-    r.summary_tokens = r.summaries_included = r.summaries_skipped = 0;
-    r.included_summary_ids.clear();
-    r.skipped_summary_ids.clear();
-    for (const SummaryView& s : from) {
-      if (s.first_seq >= before_seq) continue;
-      Message m = Message::User(SummaryHeader(s) + "\n" + s.text);
-      const int64_t t = s.message_tokens > 0 ? s.message_tokens : counter.CountMessage(m);
-      if (r.summary_tokens + t <= remaining) {
-        r.summary_tokens += t;
-        ++r.summaries_included;
-        r.included_summary_ids.push_back(s.id);
-        included.push_back({s.first_seq, s.last_seq});
-        summary_messages.push_back(std::move(m));
-      } else {
-        ++r.summaries_skipped;
-        r.skipped_summary_ids.push_back(s.id);
-      }
-    }
-    included = MergeRanges(std::move(included));
+  auto choose_summaries = [&](const std::vector<SummaryView>& from, int64_t before_seq,
+                              int64_t stub_through, int64_t room) {
+    SummaryChoice c = ChooseSummaries(from, before_seq, stub_through, room, counter);
+    summary_messages = std::move(c.messages);
+    included = std::move(c.included);
+    r.summary_tokens = c.tokens;
+    r.summaries_included = static_cast<int64_t>(c.included_ids.size());
+    r.summaries_skipped = static_cast<int64_t>(c.skipped_ids.size());
+    r.summaries_stubbed = c.stubbed;
+    r.stub_through_seq = c.stub_through;
+    r.included_summary_ids = std::move(c.included_ids);
+    r.skipped_summary_ids = std::move(c.skipped_ids);
     return r.summary_tokens;
   };
 
@@ -530,8 +523,9 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
     // (or, for the anchor walk, if it starts before the anchor). Otherwise the result
     // depends on folded content.
     std::optional<FoldedHistory::LastGroup> folded_last;
-    auto set_summaries = [&](const std::vector<SummaryView>& from, int64_t before_seq) {
-      const int64_t t = choose_summaries(from, before_seq);
+    auto set_summaries = [&](const std::vector<SummaryView>& from, int64_t before_seq,
+                             int64_t stub_through, int64_t room) {
+      const int64_t t = choose_summaries(from, before_seq, stub_through, room);
       folded_last = folded_kept ? folded->LastKeptGroup(included) : std::nullopt;
       return t;
     };
@@ -559,11 +553,21 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
       return used;
     };
     const int64_t anchor = in.eviction.anchor_seq;
+    const double slack = std::clamp(in.eviction.slack_fraction, 0.0, 1.0);
+    const int64_t slack_tokens =
+        static_cast<int64_t>(slack * static_cast<double>(r.history_budget));
     bool done = false;
     if (anchor > 0) {
-      const int64_t before_anchor = in.anchored_summaries
-                                        ? set_summaries(*in.anchored_summaries, INT64_MAX)
-                                        : set_summaries(in.summaries, anchor);
+      const int64_t before_anchor =
+          in.anchored_summaries
+              ? set_summaries(*in.anchored_summaries, INT64_MAX, in.anchored_stub_through,
+                              remaining)
+              : set_summaries(in.summaries, anchor, in.anchored_stub_through, remaining);
+      // The anchor's summaries, in their forms, must all fit for it to hold: leaving one
+      // out would change the prefix anyway (unless all were short already when it was
+      // set, and one was left out then too: nothing shorter is left to send).
+      const bool summaries_hold =
+          r.summaries_skipped == 0 || r.summaries_stubbed == r.summaries_included;
       remaining -= before_anchor;
       int64_t from_anchor = 0;
       size_t anchor_from = tail_start;
@@ -578,21 +582,23 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
         anchor_from = g.begin;
         if (from_anchor > remaining) break;
       }
-      if (from_anchor <= remaining) {
+      if (!in.eviction.move && summaries_hold && from_anchor <= remaining) {
         keep_from = anchor_from;
         remaining -= from_anchor;
         r.eviction = "anchored";
       } else {
-        // The anchor moves: now every summary may come in.
+        // The anchor moves: now every summary may come in, the oldest short if that is
+        // what it takes to leave slack_fraction of the history budget free (as below).
         remaining += before_anchor;
-        remaining -= set_summaries(in.summaries, INT64_MAX);
+        remaining -= set_summaries(in.summaries, INT64_MAX,
+                                   StubThroughFor(in.summaries, remaining - slack_tokens, counter),
+                                   remaining);
         // Free slack_fraction of the history budget (not of what is left of it: with
         // summaries and the tail taking most of the budget, a share of the rest would
         // free so little that the anchor moved again a request or two later).
-        const double slack = std::clamp(in.eviction.slack_fraction, 0.0, 1.0);
-        const int64_t keep = std::min(
-            static_cast<int64_t>(static_cast<double>(remaining) * (1.0 - slack)),
-            remaining - static_cast<int64_t>(slack * static_cast<double>(r.history_budget)));
+        const int64_t keep =
+            std::min(static_cast<int64_t>(static_cast<double>(remaining) * (1.0 - slack)),
+                     remaining - slack_tokens);
         // A moved anchor only moves forward: what was evicted stays evicted (a summary
         // freeing room does not bring raw messages back and change the prefix again).
         remaining -= fill(std::max<int64_t>(0, keep), anchor);
@@ -601,7 +607,8 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
       done = true;
     }
     if (!done) {
-      remaining -= set_summaries(in.summaries, INT64_MAX);
+      remaining -= set_summaries(in.summaries, INT64_MAX,
+                                 StubThroughFor(in.summaries, remaining, counter), remaining);
       remaining -= fill(remaining, 0);
     }
   }

@@ -6,7 +6,8 @@
 // Output order (Missy's): the enriched system message (base prompt + "## Relevant
 // Memory" + "## Past Learnings"; absent when all three are empty), one user message per
 // included summary ("[Conversation Summary — depth D, N messages, covers START to END;
-// id ID, originals via missy_recall]\n" + text), the kept evictable history, the fresh
+// id ID, originals via missy_recall]\n" + text, or its short form when room is short:
+// core/context_summaries.h), the kept evictable history, the fresh
 // tail, the new message. History is sanitized first (core/sanitizer.h); long tool outputs are
 // middle-out truncated (rule 6) and pruned ones (kFlagPruned, sticky) sent as the placeholder, in
 // the output only.
@@ -37,14 +38,20 @@ inline constexpr int64_t kTruncationSlack = 16;
 // Cache-friendly eviction. Plain rule 3 keeps the longest suffix that fits, so once the
 // budget is full every request evicts a little and the provider's prompt cache misses.
 // When the daemon passes the previous context's report.first_kept_seq as anchor_seq,
-// the kept part starts exactly there while everything from it fits (older groups are
-// not added back even if they would fit); when it no longer fits, groups are evicted
-// from the front down to (1 - slack_fraction) of the room, and the new first_kept_seq
-// is the next anchor. A summary included later needs no reset: covered groups end the
-// kept part anyway. Both modes keep the kept part contiguous and within budget.
+// the kept part starts exactly there while everything from it fits, with the summaries
+// it was set with in their forms (older groups are not added back even if they would
+// fit); when it no longer fits, the summaries are chosen afresh (the oldest short if
+// that is what it takes to leave slack_fraction of the history budget free), groups are
+// evicted from the front down to (1 - slack_fraction) of the room, and the new
+// first_kept_seq is the next anchor. A summary included later needs no reset: covered groups end
+// the kept part anyway. Both modes keep the kept part contiguous and within budget.
 struct EvictionOptions {
   int64_t anchor_seq = 0;       // 0: plain rule 3 (newest-first fill, maximal)
   double slack_fraction = 0.2;  // share of the room left free when the anchor moves
+  // Move the anchor now, as if it no longer fitted: the caller changes the prefix anyway
+  // (newer summaries shown, the memory brought up to date), so the same break also frees
+  // the slack and the following requests keep their prefix longer.
+  bool move = false;
 };
 
 struct ContextInput {
@@ -63,6 +70,10 @@ struct ContextInput {
   // as they were when it was set), oldest first. Unset: those of `summaries` that cover
   // something before the anchor. Either way, when the anchor moves, `summaries` shows.
   std::optional<std::vector<SummaryView>> anchored_summaries;
+  // While the anchor holds, the summaries with last_seq <= this go short
+  // (core/context_summaries.h), as the context that set it sent them: its
+  // report.stub_through_seq (0: none).
+  int64_t anchored_stub_through = 0;
   std::vector<MemoryHit> memory;       // most relevant first
   std::vector<Learning> learnings;     // newest first
   std::optional<Message> new_message;  // appended last (not stored by the assembler)
@@ -119,6 +130,8 @@ struct ContextReport {
   int64_t covered_messages = 0;       // not repeated: an included summary covers them
   int64_t first_fresh_seq = 0;        // first stored message of the fresh tail (0: none)
   std::vector<std::string> included_summary_ids, skipped_summary_ids;
+  // Summaries sent short (core/context_summaries.h): those with last_seq <= stub_through_seq.
+  int64_t summaries_stubbed = 0, stub_through_seq = 0;
   std::vector<SanitizedItem> sanitized;
   std::vector<TruncatedItem> truncated;
   int64_t pruned_messages = 0;             // tool results sent as the placeholder (sticky or new)

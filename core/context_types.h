@@ -21,6 +21,8 @@ struct SummaryView {
   // The rendered summary message (header + text) as the assembly's counter counts it,
   // when the caller knows it (a cache); 0: the assembler counts it.
   int64_t message_tokens = 0;
+  // Its short form's message (core/summary_stub.h) likewise; 0: the assembler counts it.
+  int64_t stub_tokens = 0;
 };
 
 struct MemoryHit {

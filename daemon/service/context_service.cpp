@@ -253,9 +253,11 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
     p->summaries_through = anchor.summaries;
   }
   input.eviction.anchor_seq = anchor.seq;
+  input.anchored_stub_through = anchor.stub_through;
   // While the anchor holds, the context shows the summaries as they were when it was set
   // (a newer one waits for the next eviction, so the prefix changes once, not twice),
-  // unless a newer one covers history evicted before it existed: that is shown now.
+  // unless a newer one covers history evicted before it existed: that is shown now, and
+  // since the prefix changes anyway, the anchor moves with it (freeing its slack).
   bool snapshot_renewed = false;
   if (anchor.seq > 0) {
     std::vector<SummaryView> snapshot = SummariesAsOf(p->summaries, anchor.summaries);
@@ -265,6 +267,7 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
         anchor.summaries = std::max(anchor.summaries, s.ordinal);
       }
       snapshot_renewed = true;
+      input.eviction.move = true;
     }
     input.anchored_summaries = std::move(snapshot);
   }
@@ -305,7 +308,9 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
   Result<AssembledContext> assembled = assemble();
   bool fresh_memory = !sticky_memory;
   if (sticky_memory && assembled.ok() && assembled->report.first_kept_seq != anchor.seq) {
-    // The anchor moves: the prefix changes anyway, so the memory is brought up to date.
+    // The anchor moves: the prefix changes anyway, so the memory is brought up to date,
+    // and the anchor still moves even if the new hits take less room.
+    input.eviction.move = true;
     search_memory();
     fresh_memory = true;
     assembled = assemble();
@@ -328,6 +333,7 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
   // A moved anchor shows every summary there is: they are the new anchor's snapshot.
   const bool anchor_moved = report.first_kept_seq != input.eviction.anchor_seq;
   AnchorState new_anchor = anchor;
+  if (report.eviction != "anchored") new_anchor.stub_through = report.stub_through_seq;
   if (anchor_moved) {
     new_anchor.seq = report.first_kept_seq;
     for (const SummaryRecord& s : p->summaries) {

@@ -1,6 +1,6 @@
 #include "daemon/service/summary_token_cache.h"
 
-#include "core/assembler.h"
+#include "core/context_summaries.h"
 #include "core/message.h"
 
 namespace missy {
@@ -28,7 +28,8 @@ void SummaryTokenCache::Fill(std::vector<SummaryView>& views, const MessageToken
       keys.push_back(Key(counter, views[i]));
       auto it = counts_.find(keys.back());
       if (it != counts_.end()) {
-        views[i].message_tokens = it->second;
+        views[i].message_tokens = it->second.message;
+        views[i].stub_tokens = it->second.stub;
       } else {
         missing.push_back(i);
       }
@@ -37,11 +38,12 @@ void SummaryTokenCache::Fill(std::vector<SummaryView>& views, const MessageToken
   if (missing.empty()) return;
   for (size_t i : missing) {  // counted outside the lock
     const SummaryView& s = views[i];
-    views[i].message_tokens = counter.CountMessage(Message::User(SummaryHeader(s) + "\n" + s.text));
+    views[i].message_tokens = counter.CountMessage(SummaryMessage(s, /*stub=*/false));
+    views[i].stub_tokens = counter.CountMessage(SummaryMessage(s, /*stub=*/true));
   }
   std::lock_guard lock(mu_);
   if (counts_.size() + missing.size() > kMaxEntries) counts_.clear();
-  for (size_t i : missing) counts_[keys[i]] = views[i].message_tokens;
+  for (size_t i : missing) counts_[keys[i]] = {views[i].message_tokens, views[i].stub_tokens};
 }
 
 size_t SummaryTokenCache::size() const {

@@ -21,14 +21,19 @@ class SummaryTokenCache {
  public:
   static constexpr size_t kMaxEntries = 16384;
 
-  // Sets each view's message_tokens, counting with `counter` those not known yet.
+  // Sets each view's message_tokens and stub_tokens (its short form, core/summary_stub.h),
+  // counting with `counter` those not known yet.
   void Fill(std::vector<SummaryView>& views, const MessageTokenCounter& counter);
 
   size_t size() const;
 
  private:
   mutable std::mutex mu_;
-  std::unordered_map<std::string, int64_t> counts_;  // Key() -> the message's tokens
+  struct Counts {
+    int64_t message = 0;
+    int64_t stub = 0;
+  };
+  std::unordered_map<std::string, Counts> counts_;  // Key() -> the messages' tokens
 };
 
 }  // namespace missy

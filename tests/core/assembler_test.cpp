@@ -143,7 +143,8 @@ TEST(AssemblerTest, AKnownSummaryMessageCountIsTrusted) {
   EXPECT_EQ(both->report.summaries_included, 2);
 
   in.summaries[0].message_tokens = s1;               // right: the same context
-  in.summaries[1].message_tokens = in.budget.total;  // too big to fit: skipped
+  in.summaries[1].message_tokens = in.budget.total;  // too big to fit whole or short:
+  in.summaries[1].stub_tokens = in.budget.total;     // skipped
   Result<AssembledContext> known = AssembleContext(in, counter);
   ASSERT_TRUE(known.ok()) << known.status().ToString();
   EXPECT_EQ(known->report.included_summary_ids, (std::vector<std::string>{"s1"}));
