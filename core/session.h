@@ -27,6 +27,8 @@ struct Session {
   // (SummaryRecord::ordinal) and not condensed by then. New summaries wait for the next
   // eviction, so that they change the prefix only when eviction changes it anyway.
   int64_t anchor_summaries = 0;
+  // Those of them sent short there: last_seq <= this (0: none; ContextInput).
+  int64_t anchor_stub_through = 0;
   // Which summarizer this session's history gets ("": context.summarizer's), and the
   // providers.<name> its llm backend calls ("": context.summarizer.provider's).
   std::string summarizer_backend;

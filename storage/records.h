@@ -26,6 +26,7 @@ struct SessionCounters {
   int64_t updated_at_ms = 0;
   int64_t anchor_seq = 0;
   int64_t anchor_summaries = 0;
+  int64_t anchor_stub_through = 0;
 
   void ApplyTo(Session& session) const {
     session.message_count = message_count;
@@ -34,6 +35,7 @@ struct SessionCounters {
     session.updated_at_ms = updated_at_ms;
     session.anchor_seq = anchor_seq;
     session.anchor_summaries = anchor_summaries;
+    session.anchor_stub_through = anchor_stub_through;
   }
 };
 

@@ -297,10 +297,16 @@ ALTER TABLE messages DROP COLUMN extract;
 
 }  // namespace
 
+// Version 12: which summaries a context at the session's anchor shows short
+// (core/context_summaries.h), so that a restarted daemon sends the same bytes.
+constexpr std::string_view kMigration12 = R"sql(
+ALTER TABLE sessions ADD COLUMN anchor_stub_through INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> kMigrations = {
-      kMigration1, kMigration2, kMigration3, kMigration4,  kMigration5, kMigration6,
-      kMigration7, kMigration8, kMigration9, kMigration10, kMigration11};
+      kMigration1, kMigration2, kMigration3, kMigration4,  kMigration5,  kMigration6,
+      kMigration7, kMigration8, kMigration9, kMigration10, kMigration11, kMigration12};
   return kMigrations;
 }
 

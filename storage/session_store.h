@@ -40,9 +40,12 @@ class SessionStore {
   // Persists the session's context anchor (Session::anchor_seq): the first kept seq of
   // its last context, so that a restarted daemon rebuilds the same prefix. kNotFound
   // for an unknown session, kInvalidArgument for seq < 0.
-  // With it, Session::anchor_summaries (the summaries a context at the anchor shows).
-  Status SetAnchor(Txn& txn, std::string_view session_id, int64_t seq, int64_t summaries = 0);
-  Status SetAnchor(std::string_view session_id, int64_t seq, int64_t summaries = 0);
+  // With it, Session::anchor_summaries (the summaries a context at the anchor shows) and
+  // Session::anchor_stub_through (those of them it shows short).
+  Status SetAnchor(Txn& txn, std::string_view session_id, int64_t seq, int64_t summaries = 0,
+                   int64_t stub_through = 0);
+  Status SetAnchor(std::string_view session_id, int64_t seq, int64_t summaries = 0,
+                   int64_t stub_through = 0);
 
   // Deletes the session with its messages, summaries, session-scoped memory items and
   // jobs, in the caller's transaction (the FTS indexes follow through their triggers;

@@ -88,7 +88,10 @@ ContextService::ContextService(const ServiceDeps& deps, HistoryCache& history, S
 ContextService::AnchorState ContextService::Anchor(const Session& session) {
   std::lock_guard<std::mutex> lock(anchors_mu_);
   auto it = anchors_.find(session.id);
-  if (it == anchors_.end()) return AnchorState{session.anchor_seq, session.anchor_summaries, {}};
+  if (it == anchors_.end()) {
+    return AnchorState{
+        session.anchor_seq, session.anchor_summaries, session.anchor_stub_through, {}};
+  }
   return it->second;
 }
 
@@ -381,8 +384,8 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
         deps_,
         [this, event, id, anchor_changed, new_anchor](Txn& txn) -> Status {
           if (anchor_changed)
-            MISSY_RETURN_IF_ERROR(
-                deps_.stores->sessions.SetAnchor(txn, id, new_anchor.seq, new_anchor.summaries));
+            MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(
+                txn, id, new_anchor.seq, new_anchor.summaries, new_anchor.stub_through));
           return deps_.audit->Append(txn, *event);
         },
         [id](Status st) {
@@ -408,8 +411,8 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
                                    .Add("freed_tokens", r.pruned_freed_tokens)}));
         }
         if (anchor_changed)
-          MISSY_RETURN_IF_ERROR(
-              deps_.stores->sessions.SetAnchor(txn, id, new_anchor.seq, new_anchor.summaries));
+          MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(
+              txn, id, new_anchor.seq, new_anchor.summaries, new_anchor.stub_through));
         return deps_.audit->Append(txn, *event);
       },
       [this, p, id, release = std::move(release)](Status st) {

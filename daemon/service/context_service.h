@@ -77,9 +77,7 @@ class ContextService {
   struct AnchorState {
     int64_t seq = 0;
     int64_t summaries = 0;
-    // The summaries it shows short (ContextInput::anchored_stub_through). Kept in memory
-    // only: after a restart the anchor's first context sends them whole, or moves.
-    int64_t stub_through = 0;
+    int64_t stub_through = 0;  // the summaries it shows short (Session::anchor_stub_through)
     std::shared_ptr<const std::vector<MemoryHit>> memory;
   };
   // The anchor in force: the one set last (below), else the one persisted with `session`.
