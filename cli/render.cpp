@@ -243,7 +243,8 @@ std::string RenderContext(const json::value& answer, size_t width) {
   t.AddRow({"learnings", Thousands(IntAt(b, {"learnings", "tokens"})),
             budget_of({"learnings", "budget"}), Count(IntAt(b, {"learnings", "items"}), "item")});
   t.AddRow({"summaries", Thousands(IntAt(b, {"summaries", "tokens"})), dash,
-            Thousands(IntAt(b, {"summaries", "included"})) + " included, " +
+            Thousands(IntAt(b, {"summaries", "included"})) + " included (" +
+                Thousands(IntAt(b, {"summaries", "short"})) + " short), " +
                 Thousands(IntAt(b, {"summaries", "skipped"})) + " skipped"});
   if (At(b, {"task"}) != nullptr && IntAt(b, {"task", "seq"}) > 0) {
     t.AddRow({"task", Thousands(IntAt(b, {"task", "tokens"})), dash,
@@ -461,11 +462,11 @@ std::string RenderStatus(const json::value& h, const StatusExtras& x) {
     }
     if (At(h, {"broker", "jobs"}) != nullptr) {
       const auto j = [&](std::string_view key) { return IntAt(h, {"broker", "jobs", key}); };
-      line("workers", Thousands(j("completed")) + " summaries by workers, " +
-                          Thousands(j("timeouts") + j("worker_errors") + j("exhausted") +
-                                    j("not_sent")) +
-                          " local, " + Thousands(j("in_flight")) + " waiting; " +
-                          state({"broker", "jobs", "connected"}, {"broker", "jobs", "last_error"}));
+      line("workers",
+           Thousands(j("completed")) + " summaries by workers, " +
+               Thousands(j("timeouts") + j("worker_errors") + j("exhausted") + j("not_sent")) +
+               " local, " + Thousands(j("in_flight")) + " waiting; " +
+               state({"broker", "jobs", "connected"}, {"broker", "jobs", "last_error"}));
     }
   }
   return out;

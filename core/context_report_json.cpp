@@ -29,6 +29,8 @@ boost::json::object ContextReportToJson(const ContextReport& r) {
   o["summaries"] = json::object{{"tokens", r.summary_tokens},
                                 {"included", r.summaries_included},
                                 {"skipped", r.summaries_skipped},
+                                {"short", r.summaries_stubbed},
+                                {"short_through_seq", r.stub_through_seq},
                                 {"included_ids", std::move(inc)},
                                 {"skipped_ids", std::move(skip)}};
   o["history"] = json::object{{"budget", r.history_budget},

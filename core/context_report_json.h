@@ -15,7 +15,9 @@ namespace missy {
 //  "system": {"tokens" (measured or reserve),"measured","message_tokens" (as sent)},
 //  "tools": {"tokens","measured"},
 //  "memory": {"budget","tokens","items"}, "learnings": {"budget","tokens","items"},
-//  "summaries": {"tokens","included","skipped","included_ids":[...],"skipped_ids":[...]},
+//  "summaries": {"tokens","included","skipped","short" (included in their short form),
+//     "short_through_seq" (those ending at or before it go short),"included_ids":[...],
+//     "skipped_ids":[...]},
 //  "history": {"budget" (room for summaries + messages + new message),"tokens" (history
 //     messages sent),"demand_tokens","threshold_tokens","uncovered_messages",
 //     "kept_messages","fresh_tail_messages","dropped_messages" (evicted),

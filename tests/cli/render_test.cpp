@@ -56,7 +56,8 @@ TEST(RenderTest, ContextReportShowsSectionsZoneAndWhatWasLeftOut) {
       "system":{"tokens":120,"measured":true,"message_tokens":180},
       "tools":{"tokens":1024,"measured":false},
       "memory":{"budget":2000,"tokens":80,"items":2},"learnings":{"budget":1000,"tokens":40,"items":1},
-      "summaries":{"tokens":300,"included":2,"skipped":1,"included_ids":[],"skipped_ids":[]},
+      "summaries":{"tokens":300,"included":2,"skipped":1,"short":1,"included_ids":[],
+        "skipped_ids":[]},
       "history":{"budget":80000,"tokens":1400,"demand_tokens":90000,"threshold_tokens":64000,
         "uncovered_messages":40,"kept_messages":12,"fresh_tail_messages":4,"dropped_messages":30,
         "covered_messages":8,"first_kept_seq":31,"first_fresh_seq":39,"eviction":"anchored"},
@@ -83,6 +84,9 @@ TEST(RenderTest, ContextReportShowsSectionsZoneAndWhatWasLeftOut) {
   EXPECT_NE(out.find("\nmemory           80    2,000  2 items\n"), std::string::npos) << out;
   EXPECT_NE(out.find("\nlearnings        40    1,000  1 item\n"), std::string::npos) << out;
   EXPECT_NE(out.find("\nhistory       1,400   80,000  12 kept (4 fresh tail), anchored\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("\nsummaries       300        -  2 included (1 short), 1 skipped\n"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("\ntask             14        -  seq 1, pinned after the system message\n"),

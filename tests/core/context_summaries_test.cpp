@@ -4,6 +4,7 @@
 
 #include "context_test_helpers.h"
 #include "core/assembler.h"
+#include "core/context_report_json.h"
 
 namespace missy {
 namespace {
@@ -177,6 +178,9 @@ TEST_F(SummaryFormsTest, AnAnchoredSummaryThatNoLongerFitsMovesTheAnchor) {
   EXPECT_EQ(ctx->report.summaries_included, 2);  // both, short
   EXPECT_EQ(ctx->report.summaries_stubbed, 2);
   EXPECT_EQ(ctx->report.stub_through_seq, 8);
+  const boost::json::object j = ContextReportToJson(ctx->report);
+  EXPECT_EQ(j.at("summaries").at("short").as_int64(), 2);
+  EXPECT_EQ(j.at("summaries").at("short_through_seq").as_int64(), 8);
 }
 
 }  // namespace
