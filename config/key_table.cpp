@@ -84,6 +84,9 @@ const ConfigKey kKeys[] = {
      IntRule{At<&D::context, &ContextOptions::tool_output_max_tokens>(), 1}},
     {"task_max_tokens", "the session's task is always sent, cut middle-out beyond this",
      IntRule{At<&D::context, &ContextOptions::task_max_tokens>(), 64}},
+    {"summarize_evicted",
+     "history a moved anchor evicts unsummarized is summarized in that request (extractive)",
+     BoolRule{At<&D::context, &ContextOptions::summarize_evicted>()}},
     {"strict", "true: reject invalid tool-call sequences with 422", BoolRule{At<&D::strict>()}},
 
     {"pruning.protect_turns", "tool results in the last N user turns are kept",
@@ -166,7 +169,8 @@ const ConfigKey kKeys[] = {
      "summarized by the daemon itself."},
     {"broker.job_timeout_ms", "a job without a result by then is summarized locally",
      IntRule{At<&D::broker, &BrokerConfig::job_timeout_ms>(), 100}},
-    {"broker.job_ack_wait_ms", "a worker that neither acks nor reports progress this long loses the job",
+    {"broker.job_ack_wait_ms",
+     "a worker that neither acks nor reports progress this long loses the job",
      IntRule{At<&D::broker, &BrokerConfig::job_ack_wait_ms>(), 100}},
     {"broker.job_max_deliver", "deliveries of one job to workers at most",
      IntRule{At<&D::broker, &BrokerConfig::job_max_deliver>(), 1}},
@@ -236,7 +240,8 @@ Status CheckCrossFieldRules(const DaemonConfig& config) {
     if (value->find_first_of(" \t.*>") != std::string::npos ||
         (key == "broker.subject_prefix" && value->empty())) {
       return Status::InvalidArgument(
-          "must be one subject token: not empty, without spaces, '.', '*' or '>'", std::string(key));
+          "must be one subject token: not empty, without spaces, '.', '*' or '>'",
+          std::string(key));
     }
   }
   if (config.broker.jobs && config.broker.url.empty()) {

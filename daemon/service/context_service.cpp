@@ -318,6 +318,36 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
     fresh_memory = true;
     assembled = assemble();
   }
+  // The moved anchor evicted history no summary covers: summarized now (extractive only),
+  // this context shows its summary. A few rounds: the new summary takes room, and the
+  // anchor may move a group or two further.
+  for (int round = 0;
+       round < 3 && summarize_evicted_ && p->config->context.summarize_evicted && assembled.ok() &&
+       assembled->report.eviction == "anchor_moved" && assembled->report.dropped_messages > 0;
+       ++round) {
+    Result<int64_t> leaves = summarize_evicted_(id, assembled->report.first_kept_seq - 1);
+    if (!leaves.ok()) {
+      spdlog::warn("summarizing what the context of {} evicted: {}", id,
+                   leaves.status().ToString());
+      break;
+    }
+    if (*leaves == 0) break;
+    Result<std::vector<SummaryRecord>> relisted =
+        deps_.stores->summaries.ListForContext(id, anchor.summaries);
+    if (!relisted.ok()) {
+      release();
+      return p->done(relisted.status());
+    }
+    p->summaries = std::move(*relisted);
+    p->summaries_through = anchor.summaries;
+    input.summaries.clear();
+    for (const SummaryRecord& r : p->summaries) {
+      if (r.parent_id.empty()) input.summaries.push_back(ToSummaryView(r));
+    }
+    summary_tokens_.Fill(input.summaries, p->counter);
+    input.eviction.move = true;
+    assembled = assemble();
+  }
   entry->Fold(p->counter);
   history_.Recharge(id);
   if (!assembled.ok()) {

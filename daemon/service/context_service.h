@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,6 +67,15 @@ class ContextService {
   // same id starts afresh).
   void ForgetSession(const std::string& session_id);
 
+  // Summarizes a session's uncovered history up to a seq, now, returning the leaves
+  // written (SummarizationService::SummarizeEvicted). Set: a context whose moved anchor
+  // evicted history no summary covers calls it and assembles again, so that it shows
+  // the summary at once rather than the next context changing the prefix a second time.
+  using EvictedSummarizer = std::function<Result<int64_t>(const std::string&, int64_t)>;
+  void SetEvictedSummarizer(EvictedSummarizer summarize) {
+    summarize_evicted_ = std::move(summarize);
+  }
+
  private:
   struct Prepared;
   Result<std::shared_ptr<Prepared>> Prepare(ContextRequest& request);
@@ -89,6 +99,7 @@ class ContextService {
   SessionQueue& queue_;
   IssuedContexts& issued_;
   SummaryTrigger* trigger_;
+  EvictedSummarizer summarize_evicted_;
   std::mutex anchors_mu_;
   // Where each session's kept history started last time (persisted too; this is the
   // value in force while its write is pending).

@@ -43,6 +43,9 @@ struct Services {
         summarizer(deps, summarization, &trigger),
         admin(deps, history) {
     history.SetIdleRelease(deps.clock, deps.config->Get()->limits.cache_idle_seconds * 1000);
+    context.SetEvictedSummarizer([this](const std::string& id, int64_t through_seq) {
+      return summarization.SummarizeEvicted(id, through_seq);
+    });
     // A deleted session leaves nothing behind that a new one with its id would inherit.
     sessions.AddDeletionObserver([this](const std::string& id) {
       context.ForgetSession(id);

@@ -184,6 +184,35 @@ void SummarizationService::Compact(SummarizeRequest request, Done<SummarizeOutco
   });
 }
 
+Result<int64_t> SummarizationService::SummarizeEvicted(const std::string& session_id,
+                                                       int64_t through_seq) {
+  if (through_seq <= 0) return int64_t{0};
+  Result<Session> session = deps_.stores->sessions.Get(session_id);
+  if (!session.ok()) return session.status();
+  if (RequestedBackend(*deps_.config->Get(), session->summarizer_backend) != "extractive") {
+    return int64_t{0};
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (running_.count(session_id) > 0) return int64_t{0};
+    running_.insert(session_id);
+  }
+  SummarizeRequest request;
+  request.session_id = session_id;
+  request.force = true;
+  request.reason = "eviction";
+  request.through_seq = through_seq;
+  request.backend = "extractive";
+  Result<SummarizeOutcome> out = SummarizeLocked(request);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_.erase(session_id);
+  }
+  idle_.notify_all();
+  if (!out.ok()) return out.status();
+  return out->leaves;
+}
+
 Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRequest& request) {
   const std::string& id = request.session_id;
   Result<Session> session = deps_.stores->sessions.Get(id);
@@ -219,9 +248,15 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
   // Plan on what the messages cost, without their content.
   Result<std::vector<PlanMessage>> planned = deps_.stores->messages.LoadPlan(id, covered_through);
   if (!planned.ok()) return planned.status();
+  if (request.through_seq > 0) {  // that much, all of it: the fresh tail is after it
+    auto past = std::find_if(planned->begin(), planned->end(),
+                             [&](const PlanMessage& m) { return m.seq > request.through_seq; });
+    planned->erase(past, planned->end());
+  }
   const std::vector<PlanMessage>& plan_input = *planned;
   const std::vector<LeafChunk> chunks =
-      PlanLeafChunks(plan_input, cfg->budget.fresh_tail_count, options, request.force);
+      PlanLeafChunks(plan_input, request.through_seq > 0 ? 0 : cfg->budget.fresh_tail_count,
+                     options, request.force);
 
   int64_t uncovered_tokens = 0;
   for (const PlanMessage& m : plan_input) uncovered_tokens += m.tokens;
@@ -250,7 +285,7 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
                                 provider_options, deadline, deps_.metrics);
   };
   SelectedBackend selected;
-  if (deps_.dispatcher == nullptr) {
+  if (deps_.dispatcher == nullptr || request.through_seq > 0) {
     selected = select();
   } else {
     // Each step goes to a broker worker; the local backend is made only for a fallback.

@@ -43,6 +43,7 @@ const std::map<std::string, std::string>& ExpectedMembers() {
       {"message_threshold", "context.message_threshold"},
       {"tool_output_max_tokens", "context.tool_output_max_tokens"},
       {"task_max_tokens", "context.task_max_tokens"},
+      {"summarize_evicted", "context.summarize_evicted"},
       {"strict", "strict"},
       {"pruning.protect_turns", "pruning.protect_user_turns"},
       {"pruning.protect_tokens", "pruning.protect_tool_tokens"},

@@ -4,6 +4,7 @@
 // of the summaries survives a restart, so the prefix does too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,50 @@ TEST_F(AnchorSummariesTest, ASummaryOfWhatIsStillShownWaitsForTheNextEviction) {
   EXPECT_EQ(after->context.report.eviction, "anchored");
   EXPECT_EQ(after->context.report.summaries_included, r.summaries_included);
   EXPECT_TRUE(IsPrefix(Texts(*moved), Texts(*after)));
+}
+
+// A moved anchor that evicts history no summary covers yet: with the extractive
+// summarizer it is summarized in the same request, so the context shows its summary (and
+// the next one need not change the prefix again to bring it in). With an llm summarizer
+// the request does not wait for one: the evicted history waits for the background job.
+TEST_F(AnchorSummariesTest, WhatAMovedAnchorEvictsIsSummarizedInTheSameContext) {
+  for (const std::string backend : {"extractive", "llm"}) {
+    SCOPED_TRACE(backend);
+    Session s;
+    s.id = "m-" + backend;
+    s.summarizer_backend = backend;
+    ASSERT_TRUE(Create(std::move(s)).ok());
+    ASSERT_TRUE(Append("m-" + backend, Rounds(1, 6, 60)).status.ok());  // all fit
+    Result<ContextOutcome> first = Context("m-" + backend, kWindow, kOutput);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    ASSERT_EQ(first->context.report.first_kept_seq, 1);
+
+    ASSERT_TRUE(Append("m-" + backend, Rounds(7, 30, 60)).status.ok());  // no job has run
+    Result<ContextOutcome> moved = Context("m-" + backend, kWindow, kOutput);
+    ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+    const ContextReport& r = moved->context.report;
+    EXPECT_EQ(r.eviction, "anchor_moved");
+    EXPECT_LE(r.used_tokens, r.total);
+    Result<std::vector<SummaryRecord>> all = stores_->summaries.List("m-" + backend, false);
+    ASSERT_TRUE(all.ok());
+    std::string text;
+    for (const std::string& t : Texts(*moved)) text += t + "\n";
+    if (backend == "llm") {
+      EXPECT_TRUE(all->empty());
+      EXPECT_GT(r.dropped_messages, 0);
+      EXPECT_EQ(r.summaries_included, 0);
+      continue;
+    }
+    // Everything before the kept part is covered, by leaves that end right before it.
+    EXPECT_EQ(r.dropped_messages, 0);
+    EXPECT_EQ(r.covered_messages, r.first_kept_seq - 1);
+    ASSERT_FALSE(all->empty());
+    EXPECT_EQ(all->front().first_seq, 1);
+    int64_t last = 0;
+    for (const SummaryRecord& x : *all) last = std::max(last, x.last_seq);
+    EXPECT_EQ(last, r.first_kept_seq - 1);
+    EXPECT_NE(text.find("src/unit_2.cc"), std::string::npos) << text;
+  }
 }
 
 TEST_F(AnchorSummariesTest, ASummaryOfHistoryEvictedBeforeItExistedIsShownAtOnce) {

@@ -41,6 +41,12 @@ std::string ReportText(const ContextReport& r) { return json::serialize(ContextR
 
 class ContextWindowTest : public ServiceFixture {
  protected:
+  void SetUp() override {
+    ServiceFixture::SetUp();
+    // The comparisons assume no summaries: a moved anchor does not summarize here.
+    SetConfig([](DaemonConfig& c) { c.context.summarize_evicted = false; });
+  }
+
   // What the context service should answer, assembled from the whole stored history with
   // the inputs the service uses (no summaries, memory or learnings exist here).
   AssembledContext WholeHistoryContext(const std::string& id, int64_t anchor,
