@@ -268,7 +268,8 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
   const std::string& backend_override =
       !request.backend.empty() ? request.backend : session->summarizer_backend;
   out.backend = RequestedBackend(*cfg, backend_override);  // what would have written
-  if (chunks.empty() && !condense_due) {
+  // An eviction's run writes leaves or nothing: condensing waits for a background run.
+  if (chunks.empty() && (!condense_due || request.through_seq > 0)) {
     out.stopped = "not enough new history outside the fresh tail (" +
                   std::to_string(uncovered_tokens) + " tokens uncovered)";
     return out;  // nothing worth a summary yet: no event, no write
