@@ -243,17 +243,23 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
   entry->set_keep(keep);
   if (const StoredMessage* task = entry->task()) input.task = *task;
 
+  // The session's summaries listed again, with the texts of those the anchor's snapshot
+  // `through` may show.
+  auto relist = [&](int64_t through) -> Status {
+    Result<std::vector<SummaryRecord>> relisted =
+        deps_.stores->summaries.ListForContext(id, through);
+    if (!relisted.ok()) return relisted.status();
+    p->summaries = std::move(*relisted);
+    p->summaries_through = through;
+    return Status::Ok();
+  };
   AnchorState anchor = p->reset_anchor ? AnchorState{} : Anchor(p->session);
   if (anchor.summaries != p->summaries_through) {
     // A context queued before this one moved the anchor: list for the snapshot in force.
-    Result<std::vector<SummaryRecord>> relisted =
-        deps_.stores->summaries.ListForContext(id, anchor.summaries);
-    if (!relisted.ok()) {
+    if (Status st = relist(anchor.summaries); !st.ok()) {
       release();
-      return p->done(relisted.status());
+      return p->done(st);
     }
-    p->summaries = std::move(*relisted);
-    p->summaries_through = anchor.summaries;
   }
   input.eviction.anchor_seq = anchor.seq;
   input.anchored_stub_through = anchor.stub_through;
@@ -332,14 +338,10 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
       break;
     }
     if (*leaves == 0) break;
-    Result<std::vector<SummaryRecord>> relisted =
-        deps_.stores->summaries.ListForContext(id, anchor.summaries);
-    if (!relisted.ok()) {
+    if (Status st = relist(anchor.summaries); !st.ok()) {
       release();
-      return p->done(relisted.status());
+      return p->done(st);
     }
-    p->summaries = std::move(*relisted);
-    p->summaries_through = anchor.summaries;
     input.summaries.clear();
     for (const SummaryRecord& r : p->summaries) {
       if (r.parent_id.empty()) input.summaries.push_back(ToSummaryView(r));
