@@ -85,7 +85,7 @@ const ConfigKey kKeys[] = {
     {"task_max_tokens", "the session's task is always sent, cut middle-out beyond this",
      IntRule{At<&D::context, &ContextOptions::task_max_tokens>(), 64}},
     {"summarize_evicted",
-     "history a moved anchor evicts unsummarized is summarized in that request (extractive)",
+     "a moved anchor that evicts unsummarized history writes the due leaves first (extractive)",
      BoolRule{At<&D::context, &ContextOptions::summarize_evicted>()}},
     {"strict", "true: reject invalid tool-call sequences with 422", BoolRule{At<&D::strict>()}},
 

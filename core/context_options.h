@@ -15,8 +15,9 @@ struct ContextOptions {
   int64_t max_learnings = 5;              // at most this many learnings, as many as fit
   double eviction_slack_fraction = 0.2;   // share of the room left free when the anchor moves
   int64_t task_max_tokens = 2000;         // the pinned task's share (middle-out beyond it)
-  // What a moved anchor evicts with no summary yet is summarized in the same request
-  // (extractive sessions only: one commit, no llm), so the context shows its summary.
+  // When a moved anchor evicts history no summary covers, the leaves the background job
+  // would write are written in the same request (extractive sessions only: one commit,
+  // no llm), so the context shows them.
   bool summarize_evicted = true;
 };
 

@@ -324,9 +324,9 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
     fresh_memory = true;
     assembled = assemble();
   }
-  // The moved anchor evicted history no summary covers: summarized now (extractive only),
-  // this context shows its summary. A few rounds: the new summary takes room, and the
-  // anchor may move a group or two further.
+  // The moved anchor evicted history no summary covers: the leaves due are written now
+  // (extractive only) and this context shows them. A few rounds at most: a new summary
+  // takes room, and the anchor may move a group or two further.
   for (int round = 0;
        round < 3 && summarize_evicted_ && p->config->context.summarize_evicted && assembled.ok() &&
        assembled->report.eviction == "anchor_moved" && assembled->report.dropped_messages > 0;

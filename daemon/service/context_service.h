@@ -67,10 +67,11 @@ class ContextService {
   // same id starts afresh).
   void ForgetSession(const std::string& session_id);
 
-  // Summarizes a session's uncovered history up to a seq, now, returning the leaves
-  // written (SummarizationService::SummarizeEvicted). Set: a context whose moved anchor
-  // evicted history no summary covers calls it and assembles again, so that it shows
-  // the summary at once rather than the next context changing the prefix a second time.
+  // Writes, now, the leaves a background run would write for a session whose context
+  // evicted history up to a seq that no summary covers, returning how many
+  // (SummarizationService::SummarizeEvicted). Set: a context whose moved anchor evicted
+  // such history calls it and assembles again, so that it shows the summaries at once
+  // rather than the next context changing the prefix a second time.
   using EvictedSummarizer = std::function<Result<int64_t>(const std::string&, int64_t)>;
   void SetEvictedSummarizer(EvictedSummarizer summarize) {
     summarize_evicted_ = std::move(summarize);

@@ -199,7 +199,6 @@ Result<int64_t> SummarizationService::SummarizeEvicted(const std::string& sessio
   }
   SummarizeRequest request;
   request.session_id = session_id;
-  request.force = true;
   request.reason = "eviction";
   request.through_seq = through_seq;
   request.backend = "extractive";
@@ -248,15 +247,11 @@ Result<SummarizeOutcome> SummarizationService::SummarizeLocked(const SummarizeRe
   // Plan on what the messages cost, without their content.
   Result<std::vector<PlanMessage>> planned = deps_.stores->messages.LoadPlan(id, covered_through);
   if (!planned.ok()) return planned.status();
-  if (request.through_seq > 0) {  // that much, all of it: the fresh tail is after it
-    auto past = std::find_if(planned->begin(), planned->end(),
-                             [&](const PlanMessage& m) { return m.seq > request.through_seq; });
-    planned->erase(past, planned->end());
-  }
   const std::vector<PlanMessage>& plan_input = *planned;
+  // An eviction's run (through_seq) is not forced: it takes the chunks a background run
+  // would take now, leaves of the usual size, so the tree is the same as without it.
   const std::vector<LeafChunk> chunks =
-      PlanLeafChunks(plan_input, request.through_seq > 0 ? 0 : cfg->budget.fresh_tail_count,
-                     options, request.force);
+      PlanLeafChunks(plan_input, cfg->budget.fresh_tail_count, options, request.force);
 
   int64_t uncovered_tokens = 0;
   for (const PlanMessage& m : plan_input) uncovered_tokens += m.tokens;

@@ -43,8 +43,9 @@ struct SummarizeRequest {
   // extractively (0: no limit). Forced compaction sets kCompactLlmBudget.
   std::chrono::milliseconds llm_budget{0};
   std::string backend;  // "extractive" | "llm" instead of context.summarizer.backend ("": as set)
-  // > 0: only the history up to this seq, all of it (as forced, the fresh tail aside),
-  // summarized here even with broker workers (SummarizeEvicted).
+  // > 0: a run for what a context evicted up to this seq (SummarizeEvicted): the leaves a
+  // background run would write now (never a forced small one), written here even with
+  // broker workers.
   int64_t through_seq = 0;
 };
 
@@ -81,12 +82,13 @@ class SummarizationService {
   // Summarize with force on a worker (never the caller's thread), audited as
   // compaction.forced; `done` runs on that worker.
   void Compact(SummarizeRequest request, Done<SummarizeOutcome> done);
-  // What a context's moved anchor just evicted without a summary (the uncovered history up
-  // to `through_seq`), summarized now on the caller's thread, so that the same context
-  // shows its summary: only for a session whose summarizer is the extractive one (a
-  // request never waits for an llm; there the background job's summary comes in with
-  // the next context) and only when no run of the session is in progress (its summaries
-  // come in the same way). The leaves written (0: none).
+  // A context's moved anchor just evicted history up to `through_seq` that no summary
+  // covers: the leaves a background run would write now (whole chunks only, so the tree
+  // is the one the background would build) are written on the caller's thread, so that
+  // the same context shows them. Only for a session whose summarizer is the extractive
+  // one (a request never waits for an llm; there the background job's summaries come in
+  // with the next context) and only when no run of the session is in progress (its
+  // summaries come in the same way). The leaves written (0: none).
   Result<int64_t> SummarizeEvicted(const std::string& session_id, int64_t through_seq);
 
  private:
