@@ -4,21 +4,27 @@
 #include <string_view>
 
 #include "core/assembler.h"
+#include "core/extractive_summarizer.h"
 
 namespace missy {
 
 std::string SummaryStubText(const SummaryView& s) {
   std::string out = SummaryHeader(s) + "\n" + kSummaryStubNote;
   const std::string_view text = s.text;
-  bool in_errors = false;  // inside the extractive form's "Errors:" bullets
+  const std::string_view errors_line =
+      kSummaryErrorsHeader.substr(0, kSummaryErrorsHeader.size() - 1);
+  bool in_errors = false;  // inside the extractive form's error bullets and their continuations
   size_t pos = 0;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
     const std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
-    if (!(in_errors && line.starts_with("- "))) in_errors = line == "Errors:";
-    if (in_errors || line.starts_with("Files: ") || line.starts_with("files: ") ||
+    if (!(in_errors && (line.starts_with("- ") || line.starts_with("  ")))) {
+      in_errors = line == errors_line;
+    }
+    // The llm form's artifact lines: daemon/service/summary_backend.cpp (RenderTrail).
+    if (in_errors || line.starts_with(kSummaryFilesHeader) || line.starts_with("files: ") ||
         line.starts_with("errors: ")) {
       out += '\n';
       out += line;

@@ -39,9 +39,9 @@ void AppendBullet(std::string& out, std::string_view item) {
 constexpr std::string_view kPriorHeader = "Earlier:\n";
 constexpr std::string_view kRequestsHeader = "Task/requests:\n";
 constexpr std::string_view kFactsHeader = "Facts:\n";
-constexpr std::string_view kFilesHeader = "Files: ";
+constexpr std::string_view kFilesHeader = kSummaryFilesHeader;
 constexpr std::string_view kCommandsHeader = "Commands:\n";
-constexpr std::string_view kErrorsHeader = "Errors:\n";
+constexpr std::string_view kErrorsHeader = kSummaryErrorsHeader;
 constexpr std::string_view kDecisionsHeader = "Decisions:\n";
 
 enum Section { kRequests, kFacts, kFiles, kCommands, kErrors, kDecisions, kSectionCount };

@@ -41,6 +41,11 @@ namespace missy {
 // ExtractiveOptions: core/message_extract.h (the extracts are made with them).
 inline constexpr int64_t kCondensedTargetTokens = 2000;
 
+// Lines of a summary's text that others read (core/context_summaries.h): the files, on one
+// line after this; the errors, as "- " bullets (continued by lines indented "  ") after it.
+inline constexpr std::string_view kSummaryFilesHeader = "Files: ";
+inline constexpr std::string_view kSummaryErrorsHeader = "Errors:\n";
+
 struct ExtractiveSummary {
   std::string text;           // what the model sees
   ArtifactTrail artifacts;    // everything extracted (stored beside the text, never cut)

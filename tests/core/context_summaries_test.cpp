@@ -9,6 +9,7 @@
 namespace missy {
 namespace {
 
+using testing::BaseInput;
 using testing::BytesCounter;
 using testing::Conv;
 using testing::Store;
@@ -30,7 +31,8 @@ std::string ExtractiveText(const std::string& files) {
          "Files: " +
          files +
          "\nCommands:\n- make -j2 test\nErrors:\n- error: undefined reference to `parse'\n"
-         "- FAILED tests/parser_test.cc\nDecisions:\n- decided: keep the old grammar\n";
+         "- FAILED tests/parser_test.cc\n  (2 of 31 failed)\nDecisions:\n- decided: keep the old "
+         "grammar\n";
 }
 
 TEST(ContextSummariesTest, TheShortFormIsTheHeaderTheNoteTheFilesAndTheErrors) {
@@ -38,7 +40,7 @@ TEST(ContextSummariesTest, TheShortFormIsTheHeaderTheNoteTheFilesAndTheErrors) {
   EXPECT_EQ(SummaryStubText(s), SummaryHeader(s) + "\n" + kSummaryStubNote +
                                     "\nFiles: src/parser.cc, src/lexer.h\nErrors:\n"
                                     "- error: undefined reference to `parse'\n"
-                                    "- FAILED tests/parser_test.cc");
+                                    "- FAILED tests/parser_test.cc\n  (2 of 31 failed)");
   EXPECT_EQ(SummaryMessage(s, /*stub=*/true).text, SummaryStubText(s));
   EXPECT_EQ(SummaryMessage(s, /*stub=*/false).text, SummaryHeader(s) + "\n" + s.text);
 }
@@ -107,13 +109,7 @@ TEST(ContextSummariesTest, ASummaryShorterThanItsShortFormGoesWhole) {
 class SummaryFormsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    in_.budget.system_reserve = 0;
-    in_.budget.tool_definitions_reserve = 0;
-    in_.budget.memory_fraction = 0;
-    in_.budget.learnings_fraction = 0;
-    in_.budget.fresh_tail_count = 2;
-    in_.tool_tokens = 0;
-    in_.pruning.enabled = false;
+    in_ = BaseInput(0, 2);
     in_.history = Store(Conv("u a u a u a u a u a u a u a u a u a u a"), counter_);
     in_.summaries = {View("s1", 1, 4, ExtractiveText("a.py") + std::string(300, 'x')),
                      View("s2", 5, 8, ExtractiveText("b.py") + std::string(300, 'y'))};
