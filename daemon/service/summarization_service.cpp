@@ -145,18 +145,29 @@ SummarizerOptions SessionSummarizerOptions(const DaemonConfig& config, const Ses
   return options;
 }
 
-Result<SummarizeOutcome> SummarizationService::Summarize(const SummarizeRequest& request) {
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    idle_.wait(lock, [&] { return running_.count(request.session_id) == 0; });
-    running_.insert(request.session_id);
+bool SummarizationService::BeginRun(const std::string& session_id, bool wait) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (wait) {
+    idle_.wait(lock, [&] { return running_.count(session_id) == 0; });
+  } else if (running_.count(session_id) > 0) {
+    return false;
   }
-  Result<SummarizeOutcome> out = SummarizeLocked(request);
+  running_.insert(session_id);
+  return true;
+}
+
+void SummarizationService::EndRun(const std::string& session_id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    running_.erase(request.session_id);
+    running_.erase(session_id);
   }
   idle_.notify_all();
+}
+
+Result<SummarizeOutcome> SummarizationService::Summarize(const SummarizeRequest& request) {
+  BeginRun(request.session_id, /*wait=*/true);
+  Result<SummarizeOutcome> out = SummarizeLocked(request);
+  EndRun(request.session_id);
   return out;
 }
 
@@ -192,22 +203,14 @@ Result<int64_t> SummarizationService::SummarizeEvicted(const std::string& sessio
   if (RequestedBackend(*deps_.config->Get(), session->summarizer_backend) != "extractive") {
     return int64_t{0};
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (running_.count(session_id) > 0) return int64_t{0};
-    running_.insert(session_id);
-  }
+  if (!BeginRun(session_id, /*wait=*/false)) return int64_t{0};
   SummarizeRequest request;
   request.session_id = session_id;
   request.reason = "eviction";
   request.through_seq = through_seq;
   request.backend = "extractive";
   Result<SummarizeOutcome> out = SummarizeLocked(request);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    running_.erase(session_id);
-  }
-  idle_.notify_all();
+  EndRun(session_id);
   if (!out.ok()) return out.status();
   return out->leaves;
 }

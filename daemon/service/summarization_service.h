@@ -92,6 +92,10 @@ class SummarizationService {
   Result<int64_t> SummarizeEvicted(const std::string& session_id, int64_t through_seq);
 
  private:
+  // Marks the session as being summarized (one run of a session at a time): waits for
+  // the run in progress, or with `wait` false returns false at once when there is one.
+  bool BeginRun(const std::string& session_id, bool wait);
+  void EndRun(const std::string& session_id);
   Result<SummarizeOutcome> SummarizeLocked(const SummarizeRequest& request);
 
   ServiceDeps deps_;
