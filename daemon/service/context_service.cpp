@@ -24,6 +24,15 @@ namespace missy {
 
 namespace {
 
+// The top of the summary tree (those no summary condensed), oldest first, as `all` is.
+std::vector<SummaryView> TopSummaries(const std::vector<SummaryRecord>& all) {
+  std::vector<SummaryView> out;
+  for (const SummaryRecord& s : all) {
+    if (s.parent_id.empty()) out.push_back(ToSummaryView(s));
+  }
+  return out;
+}
+
 // The summary tree as it stood once the summary with ordinal `through` was inserted: the
 // summaries inserted by then that no summary inserted by then condensed, oldest first.
 std::vector<SummaryView> SummariesAsOf(const std::vector<SummaryRecord>& all, int64_t through) {
@@ -204,9 +213,7 @@ Result<std::shared_ptr<ContextService::Prepared>> ContextService::Prepare(Contex
       deps_.stores->summaries.ListForContext(id, p->summaries_through);
   if (!summaries.ok()) return summaries.status();
   p->summaries = std::move(*summaries);
-  for (const SummaryRecord& r : p->summaries) {
-    if (r.parent_id.empty()) input.summaries.push_back(ToSummaryView(r));
-  }
+  input.summaries = TopSummaries(p->summaries);
   if (input.budget.learnings_fraction > 0) {
     ListOptions newest;
     newest.limit = static_cast<int>(input.max_learnings);
@@ -342,10 +349,7 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
       release();
       return p->done(st);
     }
-    input.summaries.clear();
-    for (const SummaryRecord& r : p->summaries) {
-      if (r.parent_id.empty()) input.summaries.push_back(ToSummaryView(r));
-    }
+    input.summaries = TopSummaries(p->summaries);
     summary_tokens_.Fill(input.summaries, p->counter);
     input.eviction.move = true;
     assembled = assemble();
