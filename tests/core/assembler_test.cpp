@@ -12,24 +12,11 @@
 namespace missy {
 namespace {
 
+using testing::BaseInput;
 using testing::BytesCounter;
 using testing::Conv;
 using testing::Shape;
 using testing::Store;
-
-// A budget where nothing but history matters: measured empty tools, no reserve games.
-ContextInput BaseInput(int64_t total, int64_t tail_count = 4) {
-  ContextInput in;
-  in.budget.total = total;
-  in.budget.system_reserve = 0;
-  in.budget.tool_definitions_reserve = 0;
-  in.budget.memory_fraction = 0;
-  in.budget.learnings_fraction = 0;
-  in.budget.fresh_tail_count = tail_count;
-  in.tool_tokens = 0;
-  in.pruning.enabled = false;
-  return in;
-}
 
 TEST(AssemblerTest, EverythingFitsInMissyOrder) {
   const MessageTokenCounter counter = BytesCounter();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/assembler.h"
 #include "core/message.h"
 #include "core/token_counter.h"
 
@@ -96,6 +97,20 @@ inline std::string Shape(const std::vector<Message>& messages) {
     }
   }
   return out;
+}
+
+// A budget where nothing but history matters: measured empty tools, no reserve games.
+inline ContextInput BaseInput(int64_t total, int64_t tail_count = 4) {
+  ContextInput in;
+  in.budget.total = total;
+  in.budget.system_reserve = 0;
+  in.budget.tool_definitions_reserve = 0;
+  in.budget.memory_fraction = 0;
+  in.budget.learnings_fraction = 0;
+  in.budget.fresh_tail_count = tail_count;
+  in.tool_tokens = 0;
+  in.pruning.enabled = false;
+  return in;
 }
 
 inline std::vector<StoredMessage> Store(const std::vector<Message>& messages,

@@ -8,21 +8,14 @@
 namespace missy {
 namespace {
 
+using testing::BaseInput;
 using testing::BytesCounter;
 using testing::Conv;
 using testing::Store;
 
 ContextInput Input(int64_t total, const std::vector<Message>& conv,
                    const MessageTokenCounter& counter) {
-  ContextInput in;
-  in.budget.total = total;
-  in.budget.system_reserve = 0;
-  in.budget.tool_definitions_reserve = 0;
-  in.budget.memory_fraction = 0;
-  in.budget.learnings_fraction = 0;
-  in.budget.fresh_tail_count = 4;
-  in.tool_tokens = 0;
-  in.pruning.enabled = false;
+  ContextInput in = BaseInput(total);
   in.history = Store(conv, counter);
   in.task = in.history.front();
   return in;
