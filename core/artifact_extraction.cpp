@@ -187,6 +187,11 @@ void ScanPaths(std::string_view text, bool loose, TrailBuilder& trail,
     size_t start = pos, end = pos + 1;
     while (start > 0 && !TokenSeparator(static_cast<unsigned char>(text[start - 1]))) --start;
     while (end < n && !TokenSeparator(static_cast<unsigned char>(text[end]))) ++end;
+    // "</name>" closes a markup tag (agent harnesses wrap every prompt in them): no path.
+    if (start > 0 && text[start - 1] == '<' && text[start] == '/') {
+      pos = end;
+      continue;
+    }
     const std::string_view tok = CleanToken(text.substr(start, end - start));
     if (LooksLikePath(tok, loose)) trail.AddFile(tok);
     pos = end;
@@ -225,8 +230,46 @@ void ScanPatchHeaders(std::string_view patch, TrailBuilder& trail) {
 
 std::string_view Sv(const boost::json::string& s) { return {s.data(), s.size()}; }
 
+// Whether a quoted argument is a sed script: an address (digits, ',', '$') then a
+// substitution with its delimiter three times ("25s/old/new/", "s|a|b|g"), or an append,
+// insert or change of text ("2001a \ text"). Its words are code, not paths.
+bool SedScript(std::string_view q) {
+  size_t i = 0;
+  while (i < q.size() && ((q[i] >= '0' && q[i] <= '9') || q[i] == ',' || q[i] == '$')) ++i;
+  if (i + 1 >= q.size()) return false;
+  const char op = q[i], next = q[i + 1];
+  if (op == 's') {
+    if (IsAlnum(static_cast<unsigned char>(next)) || next <= ' ' || next == '\\') return false;
+    return std::count(q.begin() + static_cast<std::ptrdiff_t>(i) + 1, q.end(), next) >= 3;
+  }
+  return i > 0 && (op == 'a' || op == 'i' || op == 'c') && (next == ' ' || next == '\\');
+}
+
+// `command` with the sed scripts among its quoted arguments blanked (their words are not
+// paths: "25s/def/" or "/raise" would be taken for some); itself when it has none.
+std::string_view WithoutSedScripts(std::string_view command, std::string& scratch) {
+  size_t pos = 0;
+  bool copied = false;
+  while (pos < command.size()) {
+    const size_t open = command.find_first_of("'\"", pos);
+    if (open == std::string_view::npos) break;
+    const size_t close = command.find(command[open], open + 1);
+    if (close == std::string_view::npos) break;
+    if (SedScript(command.substr(open + 1, close - open - 1))) {
+      if (!copied) scratch.assign(command), copied = true;
+      std::fill(scratch.begin() + static_cast<std::ptrdiff_t>(open) + 1,
+                scratch.begin() + static_cast<std::ptrdiff_t>(close), ' ');
+    }
+    pos = close + 1;
+  }
+  return copied ? std::string_view(scratch) : command;
+}
+
 void AddCommand(std::string_view command, const ArtifactOptions& o, TrailBuilder& trail) {
-  ScanPaths(command, true, trail, kMaxCommandScanBytes);
+  std::string scratch;
+  ScanPaths(
+      WithoutSedScripts(command.substr(0, std::min(command.size(), kMaxCommandScanBytes)), scratch),
+      true, trail, kMaxCommandScanBytes);
   command = Trim(command);
   const size_t nl = command.find('\n');
   const std::string first = OneLine(command.substr(0, nl), o.command_chars);

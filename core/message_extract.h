@@ -39,7 +39,9 @@ struct ExtractiveOptions {
   bool ExtractsMatchDefaults() const;
 };
 
-inline constexpr uint8_t kExtractVersion = 1;
+// 2: markup tags ("</pr_description>") and sed scripts in commands are not paths (version 1
+// extracts are not used: their messages are extracted again when summarized).
+inline constexpr uint8_t kExtractVersion = 2;
 
 enum ExtractList : uint8_t {
   kExFiles,

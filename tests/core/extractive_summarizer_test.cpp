@@ -546,7 +546,8 @@ TEST(ExtractiveSummary, Deterministic) {
 // Replay of the real trajectories: chunks of ~20,000 tokens (whole groups), each summarized
 // with the previous summary as prior. The reference set of paths is computed here
 // independently of the module: string values of path-like argument keys, and tokens of
-// shell commands that contain a '/' or end in a dotted extension of 1-5 letters.
+// shell commands that contain a '/' or end in a dotted extension of 1-5 letters, outside
+// sed substitutions ('25s/old/new/': "/new" is not a file).
 
 void ReferencePaths(const boost::json::value& v, std::string_view key, std::set<std::string>& out) {
   if (v.is_string()) {
@@ -554,6 +555,7 @@ void ReferencePaths(const boost::json::value& v, std::string_view key, std::set<
     if (key == "path" || key == "file_path" || key == "filename" || key == "file") {
       out.insert(s);
     } else if (key == "command" || key == "cmd") {
+      bool in_sed = false;  // inside a quoted sed substitution
       std::string tok;
       auto flush = [&] {
         while (!tok.empty() && (tok.back() == '.' || tok.back() == ',' || tok.back() == ':')) {
@@ -576,7 +578,21 @@ void ReferencePaths(const boost::json::value& v, std::string_view key, std::set<
         }
         tok.clear();
       };
-      for (char c : s) {
+      for (size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        if (c == '\'') {
+          size_t j = i + 1;
+          while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == ',')) {
+            ++j;
+          }
+          if (!in_sed && j + 1 < s.size() && s[j] == 's' && s[j + 1] == '/') {
+            in_sed = true;
+          } else if (in_sed) {
+            in_sed = false;
+            tok.clear();
+          }
+        }
+        if (in_sed) continue;
         if (std::isspace(static_cast<unsigned char>(c)) || std::strchr("\"'`;|&<>(){}=,", c)) {
           flush();
         } else {

@@ -59,7 +59,7 @@ TEST(MessageExtract, ItemHashIsFixedAcrossBuilds) {
 
 TEST(MessageExtract, SystemMessageHasAnEmptyExtract) {
   const std::string e = ExtractMessage(Message::System("You edit src/x.py"));
-  EXPECT_EQ(e, std::string("\x01\0\0\0\0\0\0", 7));
+  EXPECT_EQ(e, std::string(1, static_cast<char>(kExtractVersion)) + std::string(6, '\0'));
 }
 
 TEST(MessageExtract, StoredExtractsGiveTheSameSummaryAsExtractingInTheCall) {
@@ -98,15 +98,19 @@ TEST(MessageExtract, DamagedOrForeignExtractsAreIgnored) {
   const auto clean = Stored(Sample(), false);
   const ExtractiveSummary want = SummarizeMessages(clean, "", {}, counter);
   const std::string good = ExtractMessage(Sample()[0]);
-  for (std::string bad : {std::string("\x02") + good.substr(1),  // another version
-                          good.substr(0, good.size() - 3),       // cut short
-                          good + "x",                            // trailing bytes
-                          std::string("\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff", 10),
-                          // well formed, but a file that is not UTF-8 (never shown)
-                          std::string("\x01\x01\x03\xff\xfe"
-                                      "A",
-                                      6) +
-                              std::string(8, '\0') + std::string(5, '\0')}) {
+  const std::string version(1, static_cast<char>(kExtractVersion));
+  for (std::string bad :
+       {std::string(1, static_cast<char>(kExtractVersion + 1)) + good.substr(1),  // another
+        std::string(1, static_cast<char>(kExtractVersion - 1)) + good.substr(1),  // version
+        good.substr(0, good.size() - 3),                                          // cut short
+        good + "x",                                                               // trailing
+        version + std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff", 9),
+        // well formed, but a file that is not UTF-8 (never shown)
+        version +
+            std::string("\x01\x03\xff\xfe"
+                        "A",
+                        5) +
+            std::string(8, '\0') + std::string(5, '\0')}) {
     auto msgs = Stored(Sample(), true);
     msgs[0].extract = bad;
     const ExtractiveSummary got = SummarizeMessages(msgs, "", {}, counter);
