@@ -161,7 +161,11 @@ Bounded Bound(const Pieces& p, const ExtractMerge& trail, int64_t budget,
     return order;
   };
   const std::vector<size_t> files = files_set.ByRecency(), commands = commands_set.ByRecency(),
-                            errors = errors_set.ByRecency(), decisions = decisions_set.ByRecency();
+                            decisions = decisions_set.ByRecency();
+  // Lines that report an error before those that only mention one, each the newest first.
+  std::vector<size_t> errors = errors_set.ByRecency();
+  std::stable_partition(errors.begin(), errors.end(),
+                        [&](size_t i) { return ReportsError(errors_set.items()[i]); });
   const std::vector<size_t> request_order = newest_first(requests.size(), 1);
   const std::vector<size_t> facts = newest_first(p.facts.size(), 0);
 
@@ -170,6 +174,11 @@ Bounded Bound(const Pieces& p, const ExtractMerge& trail, int64_t budget,
   admit_recent(kErrors, errors, 6, budget);
   admit_recent(kCommands, commands, 6, budget);
   admit_recent(kDecisions, decisions, 4, budget);
+  // Then the other files and errors, up to shares of the room, before the older requests
+  // and facts: a summary that condenses many leaves has hundreds of trail items, which the
+  // requests and facts would otherwise crowd out (the trail is what an agent looks for).
+  admit_recent(kFiles, files, SIZE_MAX, std::min(budget, used + budget * 3 / 10));
+  admit_recent(kErrors, errors, SIZE_MAX, std::min(budget, used + budget / 5));
   admit_recent(kRequests, request_order, SIZE_MAX, used + budget * 3 / 10);
   admit_recent(kFacts, facts, SIZE_MAX, used + budget / 4);
   admit_recent(kFiles, files, SIZE_MAX, budget);

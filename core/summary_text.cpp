@@ -203,6 +203,24 @@ bool IsErrorLine(std::string_view s) {
   return false;
 }
 
+bool ReportsError(std::string_view line) {
+  line = Trim(line);
+  if (line.find(": error:") != std::string_view::npos ||
+      line.find(": fatal error:") != std::string_view::npos) {
+    return true;
+  }
+  const size_t end = std::min(line.find(' '), line.size());
+  const std::string_view word = line.substr(0, end);
+  if (word.find_first_of("()=[]{}\"'`") != std::string_view::npos) return false;  // code
+  for (size_t i = 0; i < word.size(); ++i) {
+    if (!ErrorWordAt(line, i)) continue;
+    const std::string_view after = Trim(line.substr(end));
+    return after.empty() || after.front() != '=';  // "error = ..." assigns one
+  }
+  // A program's "name:" prefix ("cat:", "bash:"): the report follows it.
+  return word.size() >= 2 && word.back() == ':' && IsErrorLine(line.substr(end));
+}
+
 // Head and tail of a long text (each about `window` bytes, on line boundaries).
 std::pair<std::string_view, std::string_view> HeadAndTail(std::string_view s, size_t window) {
   if (s.size() <= 2 * window) return {s, {}};

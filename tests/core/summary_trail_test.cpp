@@ -1,0 +1,140 @@
+// What the artifact trail takes from agents' messages and what a bounded summary keeps of
+// it first: markup tags and sed scripts are not files, an error line that reports an error
+// ranks before one that only mentions one, and the files and errors come before the older
+// requests and facts once the first of each are in (long sessions condense many leaves'
+// trails into one summary).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/extractive_summarizer.h"
+#include "core/summary_text.h"
+
+namespace missy {
+namespace {
+
+MessageTokenCounter Heuristic() {
+  return MessageTokenCounter(std::make_shared<HeuristicTokenCounter>());
+}
+
+std::vector<StoredMessage> Numbered(std::vector<Message> messages) {
+  std::vector<StoredMessage> out;
+  const MessageTokenCounter counter = Heuristic();
+  for (Message& m : messages) {
+    StoredMessage s;
+    s.seq = static_cast<int64_t>(out.size()) + 1;
+    s.tokens = counter.CountMessage(m);
+    s.message = std::move(m);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Message Bash(std::string id, const std::string& command) {
+  std::string escaped;
+  for (char c : command) {
+    if (c == '"' || c == '\\') escaped += '\\';
+    escaped += c;
+  }
+  return Message::AssistantCalls(
+      {{std::move(id), "function", "bash", R"({"command":")" + escaped + R"("})"}});
+}
+
+TEST(SummaryTrail, AnErrorReportIsToldFromAMention) {
+  using extractive::ReportsError;
+  for (const char* report :
+       {"TypeError: __init__() got an unexpected keyword argument 'code'",
+        "django.db.utils.OperationalError: no such table: product", "error: could not compile",
+        "Error: ENOENT", "Traceback (most recent call last):", "FAILED tests/test_a.py::test_b",
+        "fatal: not a git repository", "panic: runtime error: index out of range",
+        "src/a.cc:12:3: error: expected ';'", "cat: x.txt: No such file or directory",
+        "bash: -c: line 1: syntax error near unexpected token `('"}) {
+    EXPECT_TRUE(ReportsError(report)) << report;
+  }
+  for (const char* mention :
+       {"error = instance.unique_error_message(model, self.fields)",
+        "logger.error('An option is unknown')", "143→ _ -> :error",
+        "+ raise ValidationError(error)",
+        "except ValueError:", "from sphinx.errors import PycodeError",
+        "Total errors: 0, Skipped: 0", "assert body[\"error\"] =~ \"required\""}) {
+    EXPECT_FALSE(ReportsError(mention)) << mention;
+  }
+}
+
+TEST(SummaryTrail, MarkupTagsAndSedScriptsAreNotFiles) {
+  const auto msgs = Numbered({
+      Message::User("<pr_description>\nFix src/models.py\n</pr_description>\n<instructions>\n"
+                    "Edit files under /testbed</instructions>"),
+      Bash("c1",
+           "sed -i '25s/def __init__(self):/def __init__(self, code=None):/' "
+           "django/db/constraints.py"),
+      Message::ToolResult("c1", ""),
+      Bash("c2", "sed -i \"s|/raise|/super|g\" lib/a.py && sed -n '10,20p' lib/b.py"),
+      Message::ToolResult("c2", ""),
+      Bash("c3", "sed -i '2001a \\    print(self.name)' sphinx/ext/__init__.py"),
+      Message::ToolResult("c3", ""),
+  });
+  EXPECT_EQ(ExtractArtifacts(msgs).files,
+            (std::vector<std::string>{"src/models.py", "/testbed", "django/db/constraints.py",
+                                      "lib/a.py", "lib/b.py", "sphinx/ext/__init__.py"}));
+}
+
+TEST(SummaryTrail, ErrorsThatReportComeFirstWhenRoomIsShort) {
+  // Eight mentions of "error" in a listing, newer than the one reported error.
+  std::string listing;
+  for (int i = 0; i < 8; ++i) {
+    listing +=
+        std::to_string(100 + i) + "→   {:error, reason_" + std::to_string(i) + "} -> :error\n";
+  }
+  const auto msgs = Numbered({
+      Message::User("fix the build"),
+      Bash("c1", "make"),
+      Message::ToolResult("c1", "ld: KeyError: 'missing_symbol_table'\n"),
+      Bash("c2", "cat lib/x.ex"),
+      Message::ToolResult("c2", listing),
+  });
+  ExtractiveOptions options;
+  options.target_tokens = 120;
+  const ExtractiveSummary s = SummarizeMessages(msgs, "", options, Heuristic());
+  ASSERT_TRUE(s.cut) << s.text;
+  EXPECT_NE(s.text.find("KeyError: 'missing_symbol_table'"), std::string::npos) << s.text;
+  EXPECT_EQ(s.artifacts.errors.size(), 9u);  // the trail keeps all of them
+}
+
+TEST(SummaryTrail, FilesComeBeforeOlderRequestsAndFacts) {
+  // Forty files, then many requests and tool results, in a summary with room for about
+  // half of it all: after the task and the newest of each list, the files may take 30% of
+  // the room before the older requests and facts (which used to come first and left
+  // room for 26 files).
+  std::vector<Message> conv = {Message::User("refactor the parsers")};
+  for (int i = 0; i < 40; ++i) {
+    const std::string id = "c" + std::to_string(i);
+    conv.push_back(Bash(id, "cat src/parser_" + std::to_string(i) + ".py"));
+    conv.push_back(Message::ToolResult(id, "def parse_" + std::to_string(i) + "(): pass"));
+  }
+  for (int i = 0; i < 20; ++i) {
+    conv.push_back(Message::User("also check that step " + std::to_string(i) +
+                                 " keeps the old behaviour for callers that pass bytes"));
+    conv.push_back(Message::Assistant("ok"));
+  }
+  const auto msgs = Numbered(std::move(conv));
+  ExtractiveOptions options;
+  options.target_tokens = 700;
+  const ExtractiveSummary s = SummarizeMessages(msgs, "", options, Heuristic());
+  ASSERT_TRUE(s.cut) << s.text;
+  EXPECT_LE(s.tokens, 700);
+  int files = 0, newest = 0;
+  for (int i = 0; i < 40; ++i) {
+    const bool in = s.text.find("src/parser_" + std::to_string(i) + ".py") != std::string::npos;
+    files += in;
+    newest += in && i >= 5;
+  }
+  EXPECT_EQ(files, 35) << s.text;
+  EXPECT_EQ(newest, 35);                                              // the newest ones
+  EXPECT_NE(s.text.find("refactor the parsers"), std::string::npos);  // the task first
+  EXPECT_NE(s.text.find("step 19"), std::string::npos);               // the newest requests next
+  EXPECT_EQ(s.text.find("step 0 "), std::string::npos);               // the oldest are cut
+}
+
+}  // namespace
+}  // namespace missy
