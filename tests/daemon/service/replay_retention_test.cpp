@@ -119,24 +119,16 @@ class ReplayRetentionTest : public ServiceFixture {
     summarized += out->leaves > 0;
     ASSERT_TRUE(stores_->jobs.Complete((*job)->id, clock_.NowMs()).ok());
   }
-};
+  // What a replay measured: the files and errors named, those still in view at the end,
+  // and the consecutive contexts, those that kept the previous one as their prefix.
+  struct Figures {
+    size_t named = 0, seen = 0;
+    int pairs = 0, stable = 0;
+  };
 
-TEST_F(ReplayRetentionTest, RealSessionsAt28kTokensKeepTheTaskFilesAndErrorsInView) {
-  const std::string readme = TrajectoryPath("README.md");
-  if (readme.empty()) GTEST_SKIP() << "shared/data/trajectories is not beside the repository";
-  const std::filesystem::path dir = std::filesystem::path(readme).parent_path();
-  std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().extension() == ".jsonl") files.push_back(e.path().string());
-  }
-  std::sort(files.begin(), files.end());
-  ASSERT_FALSE(files.empty());
-  size_t all_named = 0, all_seen = 0;
-  int all_pairs = 0, all_stable = 0;
-  for (const std::string& file : files) {
-    SCOPED_TRACE(file);
-    std::vector<Message> conv = LoadTrajectory(file);
-    const std::string id = std::filesystem::path(file).stem().string();
+  // Replays `conv` as session `id` (as an agent would: append each message, ask for a
+  // context before each assistant message), checking every context, and prints its line.
+  void Replay(const std::string& id, const std::vector<Message>& conv, Figures& f) {
     Session s;
     s.id = id;
     size_t begin = 0;
@@ -226,15 +218,10 @@ TEST_F(ReplayRetentionTest, RealSessionsAt28kTokensKeepTheTaskFilesAndErrorsInVi
     size_t seen_named = 0, seen_errors = 0;
     for (const std::string& p : named) seen_named += text.find(p) != std::string::npos;
     for (const std::string& e : errors) seen_errors += text.find(e) != std::string::npos;
-    const size_t session_named = named.size() + errors.size();
-    if (session_named > 0) {  // the target: at least 95% still in view
-      EXPECT_GE(static_cast<double>(seen_named + seen_errors),
-                0.95 * static_cast<double>(session_named))
-          << id << ": " << seen_named << "/" << named.size() << " files, " << seen_errors << "/"
-          << errors.size() << " errors still in the last context";
-    }
-    all_named += named.size() + errors.size();
-    all_seen += seen_named + seen_errors;
+    f.named = named.size() + errors.size();
+    f.seen = seen_named + seen_errors;
+    f.pairs = std::max(0, contexts - 1);
+    f.stable = stable;
     if (getenv("MISSY_RETENTION_DEBUG")) {
       const ContextReport& r = last->context.report;
       std::printf(
@@ -243,29 +230,96 @@ TEST_F(ReplayRetentionTest, RealSessionsAt28kTokensKeepTheTaskFilesAndErrorsInVi
           (long long)r.summaries_included, (long long)r.summaries_skipped,
           (long long)r.summary_tokens, (long long)r.kept_messages, (long long)r.dropped_messages,
           (long long)r.covered_messages, (long long)r.pruned_messages);
-      for (const std::string& p : named)
-        if (text.find(p) == std::string::npos) std::printf("  missing file %s\n", p.c_str());
-      for (const std::string& e : errors)
-        if (text.find(e) == std::string::npos) std::printf("  missing error %s\n", e.c_str());
+      // "[in trail]": a summary's stored trail has it; no text had room for it.
       Result<std::vector<SummaryRecord>> all = stores_->summaries.List(id, false);
+      std::string trails;
+      for (const SummaryRecord& x : *all) trails += x.artifacts_json;
+      auto where = [&](const std::string& x) {
+        return trails.find(x) != std::string::npos ? "  [in trail]" : "";
+      };
+      for (const std::string& p : named) {
+        if (text.find(p) == std::string::npos) {
+          std::printf("  missing file %s%s\n", p.c_str(), where(p));
+        }
+      }
+      for (const std::string& e : errors) {
+        if (text.find(e) == std::string::npos) {
+          std::printf("  missing error %s%s\n", e.c_str(), where(e));
+        }
+      }
       for (const SummaryRecord& x : *all)
         std::printf("  summary %s depth %d %lld..%lld tokens %lld parent %s\n", x.id.c_str(),
                     x.depth, (long long)x.first_seq, (long long)x.last_seq, (long long)x.tokens,
                     x.parent_id.c_str());
     }
-    all_pairs += std::max(0, contexts - 1);
-    all_stable += stable;
     std::printf(
         "%-40s %4zu msgs %3d contexts %2d summarized: files %zu/%zu, errors %zu/%zu; prefix kept "
         "%d/%d\n",
         id.c_str(), conv.size(), contexts, summarized, seen_named, named.size(), seen_errors,
         errors.size(), stable, std::max(0, contexts - 1));
   }
+};
+
+// The trajectories in the shared folder, sorted by name.
+std::vector<std::string> TrajectoryFiles() {
+  const std::string readme = TrajectoryPath("README.md");
+  std::vector<std::string> files;
+  if (readme.empty()) return files;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::filesystem::path(readme).parent_path())) {
+    if (e.path().extension() == ".jsonl") files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST_F(ReplayRetentionTest, RealSessionsAt28kTokensKeepTheTaskFilesAndErrorsInView) {
+  const std::vector<std::string> files = TrajectoryFiles();
+  if (files.empty()) GTEST_SKIP() << "shared/data/trajectories is not beside the repository";
+  Figures all;
+  for (const std::string& file : files) {
+    SCOPED_TRACE(file);
+    const std::string id = std::filesystem::path(file).stem().string();
+    Figures f;
+    ASSERT_NO_FATAL_FAILURE(Replay(id, LoadTrajectory(file), f));
+    if (f.named > 0) {  // the target: at least 95% still in view
+      EXPECT_GE(static_cast<double>(f.seen), 0.95 * static_cast<double>(f.named))
+          << id << ": " << f.seen << "/" << f.named << " files and errors still in view";
+    }
+    all.named += f.named;
+    all.seen += f.seen;
+    all.pairs += f.pairs;
+    all.stable += f.stable;
+  }
   std::printf(
-      "retention over all sessions: %zu/%zu (%.1f%%)\n", all_seen, all_named,
-      all_named ? 100.0 * static_cast<double>(all_seen) / static_cast<double>(all_named) : 100.0);
-  std::printf("prefix kept over all sessions: %d/%d consecutive contexts (%.1f%%)\n", all_stable,
-              all_pairs, all_pairs ? 100.0 * all_stable / static_cast<double>(all_pairs) : 100.0);
+      "retention over all sessions: %zu/%zu (%.1f%%)\n", all.seen, all.named,
+      all.named ? 100.0 * static_cast<double>(all.seen) / static_cast<double>(all.named) : 100.0);
+  std::printf("prefix kept over all sessions: %d/%d consecutive contexts (%.1f%%)\n", all.stable,
+              all.pairs, all.pairs ? 100.0 * all.stable / static_cast<double>(all.pairs) : 100.0);
+}
+
+// A long session: the six trajectories one after the other in one session (six tasks,
+// 1,127 messages, the first system prompt only), so that leaves are condensed twice and a
+// summary at depth 2 holds the trail of about 600 messages in 2,000 tokens. Measured at
+// 60.5% before the trail came first in bounded summaries (and before markup tags and sed
+// scripts stopped filling it), 84.9% since: under the 95% of a one-task session, which
+// this floor does not claim; it keeps what was won.
+TEST_F(ReplayRetentionTest, ALongSessionOfSixTasksKeepsMostOfItsFilesAndErrorsInView) {
+  const std::vector<std::string> files = TrajectoryFiles();
+  if (files.empty()) GTEST_SKIP() << "shared/data/trajectories is not beside the repository";
+  std::vector<Message> conv;
+  for (const std::string& file : files) {
+    for (Message& m : LoadTrajectory(file)) {
+      if (m.role == Role::kSystem && !conv.empty()) continue;
+      conv.push_back(std::move(m));
+    }
+  }
+  Figures f;
+  ASSERT_NO_FATAL_FAILURE(Replay("six-tasks", conv, f));
+  ASSERT_GT(f.named, 60u);
+  EXPECT_GE(static_cast<double>(f.seen), 0.80 * static_cast<double>(f.named))
+      << f.seen << "/" << f.named << " files and errors still in view";
+  EXPECT_GE(static_cast<double>(f.stable), 0.90 * static_cast<double>(f.pairs));
 }
 
 }  // namespace
