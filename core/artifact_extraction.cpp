@@ -389,7 +389,7 @@ void ExtractInto(const Message& m, const ArtifactOptions& o, TrailBuilder& trail
             continue;
           }
           const std::string_view line = LineAround(part, pos, &pos);
-          if (IsErrorLine(line)) trail.errors.Add(Flat(line));
+          if (IsErrorLine(line) && !NumberedListingLine(line)) trail.errors.Add(Flat(line));
           if (facts && line.data() >= fact_from && HasKeyMarker(line)) facts->KeyLine(line);
         }
       }

@@ -39,9 +39,10 @@ struct ExtractiveOptions {
   bool ExtractsMatchDefaults() const;
 };
 
-// 2: markup tags ("</pr_description>") and sed scripts in commands are not paths (version 1
-// extracts are not used: their messages are extracted again when summarized).
-inline constexpr uint8_t kExtractVersion = 2;
+// 2: markup tags ("</pr_description>") and sed scripts in commands are not paths; 3: a
+// numbered listing's lines are not errors. Older extracts are not used: their messages are
+// extracted again when summarized.
+inline constexpr uint8_t kExtractVersion = 3;
 
 enum ExtractList : uint8_t {
   kExFiles,

@@ -205,20 +205,34 @@ bool IsErrorLine(std::string_view s) {
 
 bool ReportsError(std::string_view line) {
   line = Trim(line);
-  if (line.find(": error:") != std::string_view::npos ||
+  if (line.starts_with("Traceback") || line.find(": error:") != std::string_view::npos ||
       line.find(": fatal error:") != std::string_view::npos) {
     return true;
   }
-  const size_t end = std::min(line.find(' '), line.size());
-  const std::string_view word = line.substr(0, end);
-  if (word.find_first_of("()=[]{}\"'`") != std::string_view::npos) return false;  // code
-  for (size_t i = 0; i < word.size(); ++i) {
-    if (!ErrorWordAt(line, i)) continue;
-    const std::string_view after = Trim(line.substr(end));
-    return after.empty() || after.front() != '=';  // "error = ..." assigns one
+  const std::string_view first = line.substr(0, std::min(line.find(' '), line.size()));
+  if (first.size() < 2) return false;
+  const bool colon = first.back() == ':';
+  const std::string_view name = colon ? first.substr(0, first.size() - 1) : first;
+  if (name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") == std::string_view::npos) {
+    return ErrorWordAt(name, 0);  // ERROR, FAILED, FATAL, PANIC: a runner's or logger's verdict
+  }
+  if (!colon) return false;  // "error ->", ":error", "Caught ValidationError: ..."
+  // "TypeError:", "pkg.OperationalError:", "error:", "Exception:", "fatal:", "panic:",
+  // rustc's "error[E0382]:".
+  if (name.ends_with("Error") || name.ends_with("Exception") || ErrorWordAt(first, 0)) {
+    return true;
   }
   // A program's "name:" prefix ("cat:", "bash:"): the report follows it.
-  return word.size() >= 2 && word.back() == ':' && IsErrorLine(line.substr(end));
+  return IsErrorLine(line.substr(first.size()));
+}
+
+bool NumberedListingLine(std::string_view line) {
+  line = Trim(line);
+  size_t digits = 0;
+  while (digits < line.size() && line[digits] >= '0' && line[digits] <= '9') ++digits;
+  if (digits == 0 || digits == line.size()) return false;
+  const std::string_view rest = line.substr(digits);
+  return rest.front() == '\t' || rest.front() == ':' || rest.starts_with("\u2192");
 }
 
 // Head and tail of a long text (each about `window` bytes, on line boundaries).

@@ -35,12 +35,16 @@ bool IsDecisionLine(std::string_view line);
 bool IsErrorLine(std::string_view line);
 // Whether an error word of IsErrorLine starts at s[i] (s: the line, or the text around it).
 bool ErrorWordAt(std::string_view s, size_t i);
-// Whether an error line reports an error rather than mentions one: its first word names
-// it ("TypeError: ...", "error: ...", "FAILED ...", "Traceback ..."), after a program's
-// "name:" prefix too ("cat: x: No such file ..."), or a compiler's "file:line: error:".
-// Source code that uses an error value ("error = ...", "logger.error(...)", a listing's
-// "12→ :error") only mentions one.
+// Whether an error line reports an error rather than mentions one: its first word names it
+// and ends with ':' ("TypeError: ...", "error: ...", "error[E0382]: ...", "fatal: ..."), or
+// is a verdict in capitals ("FAILED ...", "ERROR ..."), or the line is a traceback's head,
+// a compiler's "file:line: error:", or an error after a program's "name:" prefix ("cat: x:
+// No such file ..."). Source code that uses an error value ("error = ...", "logger.error(",
+// "error ->", ":error") only mentions one.
 bool ReportsError(std::string_view line);
+// A line of a numbered file listing ("12→ code" from an editor's view, "12\tcode" from
+// cat -n, "12:code"): source code, whose words name no error a tool printed.
+bool NumberedListingLine(std::string_view line);
 
 // Where a pattern may start: the classifiers above and the path scan look only at lines
 // and tokens around these positions (SSE2 where available, 16 bytes a step).

@@ -48,7 +48,9 @@ TEST(SummaryTrail, AnErrorReportIsToldFromAMention) {
         "Error: ENOENT", "Traceback (most recent call last):", "FAILED tests/test_a.py::test_b",
         "fatal: not a git repository", "panic: runtime error: index out of range",
         "src/a.cc:12:3: error: expected ';'", "cat: x.txt: No such file or directory",
-        "bash: -c: line 1: syntax error near unexpected token `('"}) {
+        "bash: -c: line 1: syntax error near unexpected token `('",
+        "error[E0382]: borrow of moved value: `v`", "ERROR tests/test_api.py - ImportError",
+        "Exception: boom", "ld: KeyError: 'symtab'"}) {
     EXPECT_TRUE(ReportsError(report)) << report;
   }
   for (const char* mention :
@@ -56,7 +58,8 @@ TEST(SummaryTrail, AnErrorReportIsToldFromAMention) {
         "logger.error('An option is unknown')", "143→ _ -> :error",
         "+ raise ValidationError(error)",
         "except ValueError:", "from sphinx.errors import PycodeError",
-        "Total errors: 0, Skipped: 0", "assert body[\"error\"] =~ \"required\""}) {
+        "Total errors: 0, Skipped: 0", "assert body[\"error\"] =~ \"required\"", "error ->",
+        ":error", "Caught ValidationError: {'name': 'taken'}", "SUCCESS: found the error code"}) {
     EXPECT_FALSE(ReportsError(mention)) << mention;
   }
 }
@@ -79,12 +82,32 @@ TEST(SummaryTrail, MarkupTagsAndSedScriptsAreNotFiles) {
                                       "lib/a.py", "lib/b.py", "sphinx/ext/__init__.py"}));
 }
 
+TEST(SummaryTrail, ANumberedListingNamesNoErrors) {
+  EXPECT_TRUE(extractive::NumberedListingLine("    60→   {:error, reason} -> :error"));
+  EXPECT_TRUE(extractive::NumberedListingLine("12\tlogger.error(msg)"));
+  EXPECT_TRUE(extractive::NumberedListingLine("7:    raise ValueError(msg)"));
+  EXPECT_FALSE(extractive::NumberedListingLine("2 errors generated."));
+  EXPECT_FALSE(extractive::NumberedListingLine("src/a.cc:12:3: error: expected ';'"));
+  const auto msgs = Numbered({
+      Message::User("add tracing"),
+      Bash("c1", "cat -n lib/trace.ex"),
+      Message::ToolResult(
+          "c1",
+          "     5→  Records errors on the current span.\n"
+          "    60→    :error ->\n    61\t  {:error, reason} -> log_error(reason)\n"),
+      Bash("c2", "git log"),
+      Message::ToolResult("c2", "fatal: not a git repository\n"),
+  });
+  EXPECT_EQ(ExtractArtifacts(msgs).errors,
+            (std::vector<std::string>{"fatal: not a git repository"}));
+}
+
 TEST(SummaryTrail, ErrorsThatReportComeFirstWhenRoomIsShort) {
-  // Eight mentions of "error" in a listing, newer than the one reported error.
+  // Eight mentions of "error" in source code a tool printed, newer than the one reported
+  // error.
   std::string listing;
   for (int i = 0; i < 8; ++i) {
-    listing +=
-        std::to_string(100 + i) + "→   {:error, reason_" + std::to_string(i) + "} -> :error\n";
+    listing += "    {:error, reason_" + std::to_string(i) + "} -> :error\n";
   }
   const auto msgs = Numbered({
       Message::User("fix the build"),
