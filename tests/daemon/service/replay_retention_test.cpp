@@ -300,10 +300,11 @@ TEST_F(ReplayRetentionTest, RealSessionsAt28kTokensKeepTheTaskFilesAndErrorsInVi
 
 // A long session: the six trajectories one after the other in one session (six tasks,
 // 1,127 messages, the first system prompt only), so that leaves are condensed twice and a
-// summary at depth 2 holds the trail of about 600 messages in 2,000 tokens. Measured at
-// 60.5% before the trail came first in bounded summaries (and before markup tags and sed
-// scripts stopped filling it), 84.9% since: under the 95% of a one-task session, which
-// this floor does not claim; it keeps what was won.
+// summary at depth 2 holds the trail of about 600 messages in 2,000 tokens. 52/86 files
+// and errors were in view at the end (60.5%) before the trail came first in bounded
+// summaries and markup tags, sed scripts and listings stopped filling it; 79/86 (91.9%)
+// since. The issue asks 95% of the recorded sessions and of the synthetic one; this longer
+// session is ours, and its floor keeps what was won.
 TEST_F(ReplayRetentionTest, ALongSessionOfSixTasksKeepsMostOfItsFilesAndErrorsInView) {
   const std::vector<std::string> files = TrajectoryFiles();
   if (files.empty()) GTEST_SKIP() << "shared/data/trajectories is not beside the repository";
@@ -317,7 +318,7 @@ TEST_F(ReplayRetentionTest, ALongSessionOfSixTasksKeepsMostOfItsFilesAndErrorsIn
   Figures f;
   ASSERT_NO_FATAL_FAILURE(Replay("six-tasks", conv, f));
   ASSERT_GT(f.named, 60u);
-  EXPECT_GE(static_cast<double>(f.seen), 0.80 * static_cast<double>(f.named))
+  EXPECT_GE(static_cast<double>(f.seen), 0.88 * static_cast<double>(f.named))
       << f.seen << "/" << f.named << " files and errors still in view";
   EXPECT_GE(static_cast<double>(f.stable), 0.90 * static_cast<double>(f.pairs));
 }
