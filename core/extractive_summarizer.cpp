@@ -44,6 +44,13 @@ constexpr std::string_view kCommandsHeader = "Commands:\n";
 constexpr std::string_view kErrorsHeader = kSummaryErrorsHeader;
 constexpr std::string_view kDecisionsHeader = "Decisions:\n";
 
+// The share of its room a summary's other files may take (after the task and the first of
+// each list, before the older requests and facts): 30% of a leaf's; half of a condensed
+// summary's, whose file list is the union of four or more leaves' while its requests and
+// facts are theirs, already chosen (and full of an agent harness's repeated prompts).
+constexpr int64_t kLeafFilesSharePct = 30;
+constexpr int64_t kCondensedFilesSharePct = 50;
+
 enum Section { kRequests, kFacts, kFiles, kCommands, kErrors, kDecisions, kSectionCount };
 
 // Which items are shown: keep[section][index].
@@ -101,7 +108,7 @@ struct Bounded {
   bool cut = false;
 };
 
-Bounded Bound(const Pieces& p, const ExtractMerge& trail, int64_t budget,
+Bounded Bound(const Pieces& p, const ExtractMerge& trail, int64_t budget, int64_t files_share_pct,
               const MessageTokenCounter& counter) {
   // The task gets at most half the budget (middle-out cut beyond that).
   std::vector<std::string_view> requests = p.requests;
@@ -177,7 +184,7 @@ Bounded Bound(const Pieces& p, const ExtractMerge& trail, int64_t budget,
   // Then the other files and errors, up to shares of the room, before the older requests
   // and facts: a summary that condenses many leaves has hundreds of trail items, which the
   // requests and facts would otherwise crowd out (the trail is what an agent looks for).
-  admit_recent(kFiles, files, SIZE_MAX, std::min(budget, used + budget * 3 / 10));
+  admit_recent(kFiles, files, SIZE_MAX, std::min(budget, used + budget * files_share_pct / 100));
   admit_recent(kErrors, errors, SIZE_MAX, std::min(budget, used + budget / 5));
   admit_recent(kRequests, request_order, SIZE_MAX, used + budget * 3 / 10);
   admit_recent(kFacts, facts, SIZE_MAX, used + budget / 4);
@@ -243,12 +250,13 @@ Bounded Bound(const Pieces& p, const ExtractMerge& trail, int64_t budget,
 }
 
 ExtractiveSummary Finish(const Pieces& pieces, const ExtractMerge& trail, int64_t source_tokens,
-                         const ExtractiveOptions& o, const MessageTokenCounter& counter) {
+                         int64_t files_share_pct, const ExtractiveOptions& o,
+                         const MessageTokenCounter& counter) {
   ExtractiveSummary s;
   s.source_tokens = source_tokens;
   int64_t budget = o.target_tokens;
   if (source_tokens > 0) budget = std::min(budget, source_tokens - 1);
-  Bounded b = Bound(pieces, trail, std::max<int64_t>(budget, 1), counter);
+  Bounded b = Bound(pieces, trail, std::max<int64_t>(budget, 1), files_share_pct, counter);
   s.text = std::move(b.text);
   s.tokens = b.tokens;
   s.cut = b.cut;
@@ -329,7 +337,7 @@ ExtractiveSummary SummarizeMessages(std::span<const StoredMessage> chunk, std::s
                                      std::max<int64_t>(options.target_tokens / 10, 16), counter)
                        .text;
   }
-  return Finish(pieces, merge, source, options, counter);
+  return Finish(pieces, merge, source, kLeafFilesSharePct, options, counter);
 }
 
 ExtractiveSummary CondenseSummaries(std::span<const ChildSummary> children,
@@ -351,7 +359,7 @@ ExtractiveSummary CondenseSummaries(std::span<const ChildSummary> children,
   Pieces pieces;
   pieces.requests = merge.list(kExRequests).items();
   pieces.facts = merge.list(kExFacts).items();
-  return Finish(pieces, merge, source, options, counter);
+  return Finish(pieces, merge, source, kCondensedFilesSharePct, options, counter);
 }
 
 }  // namespace missy

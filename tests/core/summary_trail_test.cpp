@@ -159,5 +159,44 @@ TEST(SummaryTrail, FilesComeBeforeOlderRequestsAndFacts) {
   EXPECT_EQ(s.text.find("step 0 "), std::string::npos);               // the oldest are cut
 }
 
+TEST(SummaryTrail, ACondensedSummaryGivesTheFilesHalfItsRoom) {
+  // Four leaves, each with fifteen files of its own and a few requests and facts: the
+  // condensed summary is their union, with room for about half of it.
+  const MessageTokenCounter counter = Heuristic();
+  std::vector<ChildSummary> children;
+  for (int leaf = 0; leaf < 4; ++leaf) {
+    std::vector<Message> conv = {
+        Message::User("part " + std::to_string(leaf) + ": port the handlers to the new router")};
+    for (int i = 0; i < 15; ++i) {
+      const std::string id = "c" + std::to_string(i);
+      conv.push_back(Bash(id, "cat app/handlers/h" + std::to_string(leaf * 15 + i) + ".go"));
+      conv.push_back(Message::ToolResult(id, "package handlers // " + std::to_string(i)));
+    }
+    for (int i = 0; i < 6; ++i) {
+      conv.push_back(Message::User("keep the old route " + std::to_string(leaf * 6 + i) +
+                                   " working until the clients have moved over"));
+      conv.push_back(Message::Assistant("ok"));
+    }
+    const ExtractiveSummary s = SummarizeMessages(Numbered(std::move(conv)), "", {}, counter);
+    children.push_back({s.text, s.artifacts, s.tokens});
+  }
+  ExtractiveOptions options;
+  options.target_tokens = 800;
+  const ExtractiveSummary s = CondenseSummaries(children, options, counter);
+  ASSERT_TRUE(s.cut) << s.text;
+  EXPECT_LE(s.tokens, 800);
+  int files = 0, newest = 0;
+  for (int i = 0; i < 60; ++i) {
+    const bool in = s.text.find("app/handlers/h" + std::to_string(i) + ".go") != std::string::npos;
+    files += in;
+    newest += in && i >= 8;
+  }
+  // The newest 52 (30% of the room, a leaf's share, left room for 36).
+  EXPECT_EQ(files, 52) << s.text;
+  EXPECT_EQ(newest, 52);
+  EXPECT_NE(s.text.find("part 0: port the handlers"), std::string::npos);  // the task
+  EXPECT_NE(s.text.find("route 23 "), std::string::npos);                  // the newest request
+}
+
 }  // namespace
 }  // namespace missy
