@@ -15,6 +15,7 @@
 #include "core/context_test_helpers.h"
 #include "core/groups.h"
 #include "core/message_json.h"
+#include "core/summary_test_helpers.h"
 #include "core/summary_text.h"
 #include "core/tool_arguments.h"
 #include "core/utf8.h"
@@ -23,22 +24,8 @@
 namespace missy {
 namespace {
 
-MessageTokenCounter Heuristic() {
-  return MessageTokenCounter(std::make_shared<HeuristicTokenCounter>());
-}
-
-std::vector<StoredMessage> Stored(std::vector<Message> messages) {
-  std::vector<StoredMessage> out;
-  const MessageTokenCounter counter = Heuristic();
-  for (Message& m : messages) {
-    StoredMessage s;
-    s.seq = static_cast<int64_t>(out.size()) + 1;
-    s.tokens = counter.CountMessage(m);
-    s.message = std::move(m);
-    out.push_back(std::move(s));
-  }
-  return out;
-}
+using testing::HeuristicCounter;
+using testing::StoredMessages;
 
 Message Call(std::string id, std::string name, std::string arguments, std::string text = {}) {
   return Message::AssistantCalls(
@@ -50,7 +37,7 @@ bool Contains(const std::string& hay, std::string_view needle) {
 }
 
 TEST(ExtractiveArtifacts, FilesFromArgumentsCommandsAndTextsInFirstSeenOrder) {
-  const auto msgs = Stored({
+  const auto msgs = StoredMessages({
       Message::User("Fix the crash in src/server/handler.cc, see docs/DESIGN.md."),
       Call("c1", "read_file", R"({"path":"src/x.py"})"),
       Message::ToolResult("c1", "def f():\n    pass\n"),
@@ -72,7 +59,7 @@ TEST(ExtractiveArtifacts, FilesFromArgumentsCommandsAndTextsInFirstSeenOrder) {
 }
 
 TEST(ExtractiveArtifacts, CommandsFromShellToolsArgvAndRawStrings) {
-  const auto msgs = Stored({
+  const auto msgs = StoredMessages({
       Message::User("go"),
       Call("c1", "shell", R"({"command":["bash","-lc","cargo test -p core"]})"),
       Message::ToolResult("c1", "ok"),
@@ -91,7 +78,7 @@ TEST(ExtractiveArtifacts, CommandsFromShellToolsArgvAndRawStrings) {
 }
 
 TEST(ExtractiveArtifacts, CommandsOnlyFromShellLikeTools) {
-  const auto msgs = Stored({
+  const auto msgs = StoredMessages({
       Message::User("go"),
       Call("c1", "str_replace_editor", R"({"command":"view","path":"/testbed/setup.py"})"),
       Message::ToolResult("c1", "ok"),
@@ -118,7 +105,7 @@ TEST(ExtractiveArtifacts, CommandsOnlyFromShellLikeTools) {
 }
 
 TEST(ExtractiveArtifacts, ArgumentsJsonEdgeCases) {
-  const auto msgs = Stored({
+  const auto msgs = StoredMessages({
       Message::User("go"),
       // Escapes in keys and values; a large skipped value holding quotes and braces.
       Call("c1", "Edit",
@@ -182,7 +169,7 @@ TEST(ArtifactArguments, ReadsWhatTheTrailNeedsAndRejectsWhatIsNotAnObject) {
 
 TEST(ExtractiveArtifacts, LongTextsAreScannedForPathsInHeadAndTailWindows) {
   const std::string filler(40000, ' ');
-  const auto msgs = Stored({
+  const auto msgs = StoredMessages({
       Message::User("see src/head.py" + filler + "middle/lost.py" + filler + "and src/tail.py"),
       Message::Assistant("edit lib/a.rs\n" + filler + "lib/gone.rs" + filler + "\nlib/z.rs"),
   });
@@ -197,7 +184,7 @@ TEST(ExtractiveArtifacts, ErrorLinesFromToolResultsDeduplicated) {
   const std::string compiler =
       "src/a.cc:12:3: error: expected ';' after expression\n1 warning generated.\n";
   const std::string pytest = "FAILED tests/test_x.py::test_y - AssertionError\n1 failed\n";
-  const auto msgs = Stored({
+  const auto msgs = StoredMessages({
       Message::User("go"),
       Call("c1", "bash", R"({"command":"python a.py"})"),
       Message::ToolResult("c1", traceback),
@@ -221,14 +208,15 @@ TEST(ExtractiveArtifacts, ErrorsAreFoundInTheTailOfLongOutputs) {
   std::string out;
   for (int i = 0; i < 2000; ++i) out += "compiling module " + std::to_string(i) + "\n";
   out += "fatal: not a git repository\n";
-  const auto msgs = Stored({Message::User("go"), Call("c1", "bash", R"({"command":"git log"})"),
-                            Message::ToolResult("c1", out)});
+  const auto msgs =
+      StoredMessages({Message::User("go"), Call("c1", "bash", R"({"command":"git log"})"),
+                      Message::ToolResult("c1", out)});
   EXPECT_EQ(ExtractArtifacts(msgs).errors,
             (std::vector<std::string>{"fatal: not a git repository"}));
 }
 
 TEST(ExtractiveArtifacts, PatchesAndPathKeyedObjects) {
-  const auto msgs = Stored({
+  const auto msgs = StoredMessages({
       Message::User("go"),
       Call("c1", "apply_patch",
            R"({"changes":{"/w/core/lib.rs":{"update":{"unified_diff":"@@ -1 +1 @@\n-a\n+b\n"}}}})"),
@@ -344,7 +332,7 @@ TEST(ExtractiveSummary, LayoutUserMessagesFactsAndTrail) {
   const std::string task = "Implement tracing in lib/spotter/application.ex. " +
                            std::string(400, 'x');  // 450 chars: verbatim
   const std::string long_msg = "Now " + std::string(600, 'y') + " the end";
-  const auto msgs = Stored({
+  const auto msgs = StoredMessages({
       Message::User(task),
       Call("c1", "bash", R"({"command":"mix test"})", "Running the tests."),
       Message::ToolResult("c1", "3 tests, 1 failure\n** (RuntimeError) error: boom\n" +
@@ -352,7 +340,7 @@ TEST(ExtractiveSummary, LayoutUserMessagesFactsAndTrail) {
       Message::Assistant("Decided: use OpenTelemetry.\nresult: tests pass"),
       Message::User(long_msg),
   });
-  const ExtractiveSummary s = SummarizeMessages(msgs, "", {}, Heuristic());
+  const ExtractiveSummary s = SummarizeMessages(msgs, "", {}, HeuristicCounter());
   EXPECT_EQ(s.text, "Task/requests:\n- " + task + "\n- Now " + std::string(329, 'y') +
                         " […112 chars cut…] " + std::string(159, 'y') + " the end\n" +
                         "Facts:\n- [tool] 3 tests, 1 failure ** (RuntimeError) error: boom " +
@@ -363,7 +351,7 @@ TEST(ExtractiveSummary, LayoutUserMessagesFactsAndTrail) {
                         "Errors:\n- ** (RuntimeError) error: boom\n"
                         "Decisions:\n- Decided: use OpenTelemetry.\n");
   EXPECT_FALSE(s.cut);
-  EXPECT_EQ(s.tokens, Heuristic().CountText(s.text));
+  EXPECT_EQ(s.tokens, HeuristicCounter().CountText(s.text));
   EXPECT_TRUE(s.Shrinks());
   EXPECT_EQ(InvalidUtf8At(s.text), std::string_view::npos);
 }
@@ -381,11 +369,11 @@ std::vector<StoredMessage> BusyChunk(int n) {
                 "\nE   AssertionError: round " + std::to_string(i) + " value mismatch\n"));
     m.push_back(Message::Assistant("found: round " + std::to_string(i) + " fails on parse"));
   }
-  return Stored(std::move(m));
+  return StoredMessages(std::move(m));
 }
 
 TEST(ExtractiveSummary, TargetBoundDropsOldestFactsAndKeepsTrailAndTask) {
-  const MessageTokenCounter counter = Heuristic();
+  const MessageTokenCounter counter = HeuristicCounter();
   const auto msgs = BusyChunk(60);
   ExtractiveOptions o;
   o.target_tokens = 1200;
@@ -433,8 +421,9 @@ TEST(ExtractiveSummary, BoundHoldsForManyTargetsWithExactBytes) {
 }
 
 TEST(ExtractiveSummary, TinyChunksAreBoundedBySourceSize) {
-  const MessageTokenCounter counter = Heuristic();
-  const auto msgs = Stored({Message::User("Rename a.py to b.py"), Message::Assistant("Done.")});
+  const MessageTokenCounter counter = HeuristicCounter();
+  const auto msgs =
+      StoredMessages({Message::User("Rename a.py to b.py"), Message::Assistant("Done.")});
   const ExtractiveSummary s = SummarizeMessages(msgs, "", {}, counter);
   EXPECT_EQ(s.source_tokens, 19);
   EXPECT_LE(s.tokens, 18);
@@ -445,7 +434,7 @@ TEST(ExtractiveSummary, TinyChunksAreBoundedBySourceSize) {
 }
 
 TEST(ExtractiveSummary, PriorIsAnExcerptAndTheFirstThingDropped) {
-  const MessageTokenCounter counter = Heuristic();
+  const MessageTokenCounter counter = HeuristicCounter();
   const auto msgs = BusyChunk(2);
   const ExtractiveSummary q = SummarizeMessages(msgs, "we were fixing parse()", {}, counter);
   EXPECT_TRUE(Contains(q.text, "Earlier:\n- we were fixing parse()\n")) << q.text;
@@ -463,7 +452,7 @@ TEST(ExtractiveSummary, PriorIsAnExcerptAndTheFirstThingDropped) {
 }
 
 TEST(ExtractiveSummary, CondenseMergesTrailsAndKeepsNewestFacts) {
-  const MessageTokenCounter counter = Heuristic();
+  const MessageTokenCounter counter = HeuristicCounter();
   std::vector<ChildSummary> children;
   for (int c = 0; c < 4; ++c) {
     const auto msgs = BusyChunk(15 + c);
@@ -495,7 +484,7 @@ TEST(ExtractiveSummary, ForeignChildTextBecomesFacts) {
   const std::vector<ChildSummary> children = {
       {"The agent fixed the parser.\nTests pass now.", {{"src/parser.rs"}, {}, {}, {}}, 400},
       {"Then it released v2.", {}, 300}};
-  const ExtractiveSummary s = CondenseSummaries(children, {}, Heuristic());
+  const ExtractiveSummary s = CondenseSummaries(children, {}, HeuristicCounter());
   EXPECT_EQ(s.text,
             "Facts:\n- The agent fixed the parser.\n- Tests pass now.\n- Then it released v2.\n"
             "Files: src/parser.rs\n");
@@ -521,9 +510,9 @@ TEST(ExtractiveSummary, MalformedArgumentsNeverThrowNorBreakUtf8) {
       Message::ToolResult("c7", ""),
       Message::Assistant("decided: keep " + bad_utf8),
   };
-  const auto msgs = Stored(std::move(m));
+  const auto msgs = StoredMessages(std::move(m));
   ExtractiveSummary s;
-  ASSERT_NO_THROW(s = SummarizeMessages(msgs, bad_utf8, {}, Heuristic()));
+  ASSERT_NO_THROW(s = SummarizeMessages(msgs, bad_utf8, {}, HeuristicCounter()));
   EXPECT_EQ(InvalidUtf8At(s.text), std::string_view::npos) << s.text;
   for (const auto* list :
        {&s.artifacts.files, &s.artifacts.commands, &s.artifacts.errors, &s.artifacts.decisions}) {
@@ -535,8 +524,8 @@ TEST(ExtractiveSummary, MalformedArgumentsNeverThrowNorBreakUtf8) {
 
 TEST(ExtractiveSummary, Deterministic) {
   const auto msgs = BusyChunk(40);
-  const ExtractiveSummary a = SummarizeMessages(msgs, "prior", {}, Heuristic());
-  const ExtractiveSummary b = SummarizeMessages(msgs, "prior", {}, Heuristic());
+  const ExtractiveSummary a = SummarizeMessages(msgs, "prior", {}, HeuristicCounter());
+  const ExtractiveSummary b = SummarizeMessages(msgs, "prior", {}, HeuristicCounter());
   EXPECT_EQ(a.text, b.text);
   EXPECT_EQ(a.artifacts, b.artifacts);
   EXPECT_EQ(a.tokens, b.tokens);
@@ -617,10 +606,10 @@ TEST(ExtractiveReplay, PathsAndTaskSurviveInTheSummaries) {
   }
   std::sort(files.begin(), files.end());
   ASSERT_FALSE(files.empty());
-  const MessageTokenCounter counter = Heuristic();
+  const MessageTokenCounter counter = HeuristicCounter();
   for (const auto& file : files) {
     SCOPED_TRACE(file.filename().string());
-    const auto msgs = Stored(testing::LoadTrajectory(file.string()));
+    const auto msgs = StoredMessages(testing::LoadTrajectory(file.string()));
     std::set<std::string> reference;
     std::string task;
     for (const StoredMessage& m : msgs) {

@@ -9,28 +9,14 @@
 #include <filesystem>
 
 #include "core/extractive_summarizer.h"
+#include "core/summary_test_helpers.h"
 #include "test_util.h"
 
 namespace missy {
 namespace {
 
-MessageTokenCounter Heuristic() {
-  return MessageTokenCounter(std::make_shared<HeuristicTokenCounter>());
-}
-
-std::vector<StoredMessage> Stored(std::vector<Message> messages, bool with_extracts) {
-  std::vector<StoredMessage> out;
-  const MessageTokenCounter counter = Heuristic();
-  for (Message& m : messages) {
-    StoredMessage s;
-    s.seq = static_cast<int64_t>(out.size()) + 1;
-    s.tokens = counter.CountMessage(m);
-    if (with_extracts) s.extract = ExtractMessage(m);
-    s.message = std::move(m);
-    out.push_back(std::move(s));
-  }
-  return out;
-}
+using testing::HeuristicCounter;
+using testing::StoredMessages;
 
 Message Call(std::string id, std::string name, std::string arguments) {
   return Message::AssistantCalls(
@@ -63,8 +49,8 @@ TEST(MessageExtract, SystemMessageHasAnEmptyExtract) {
 }
 
 TEST(MessageExtract, StoredExtractsGiveTheSameSummaryAsExtractingInTheCall) {
-  const MessageTokenCounter counter = Heuristic();
-  const auto with = Stored(Sample(), true), without = Stored(Sample(), false);
+  const MessageTokenCounter counter = HeuristicCounter();
+  const auto with = StoredMessages(Sample(), true), without = StoredMessages(Sample(), false);
   const ExtractiveSummary a = SummarizeMessages(with, "earlier work", {}, counter);
   const ExtractiveSummary b = SummarizeMessages(without, "earlier work", {}, counter);
   EXPECT_EQ(a.text, b.text);
@@ -80,8 +66,8 @@ TEST(MessageExtract, RecencyFollowsTheLastMentionWithinAMessage) {
   // One message names a.py, then b.py, then a.py again: a.py is the most recent.
   // The merge holds views of the messages' extracts: they outlive it.
   const auto first =
-      Stored({Message::Assistant("edit src/a.py and src/b.py, then src/a.py")}, true);
-  const auto second = Stored({Message::User("now src/b.py")}, true);
+      StoredMessages({Message::Assistant("edit src/a.py and src/b.py, then src/a.py")}, true);
+  const auto second = StoredMessages({Message::User("now src/b.py")}, true);
   ExtractMerge merge(ExtractiveOptions{});
   merge.AddAll(first);
   const ItemSet& files = merge.list(kExFiles);
@@ -94,8 +80,8 @@ TEST(MessageExtract, RecencyFollowsTheLastMentionWithinAMessage) {
 }
 
 TEST(MessageExtract, DamagedOrForeignExtractsAreIgnored) {
-  const MessageTokenCounter counter = Heuristic();
-  const auto clean = Stored(Sample(), false);
+  const MessageTokenCounter counter = HeuristicCounter();
+  const auto clean = StoredMessages(Sample(), false);
   const ExtractiveSummary want = SummarizeMessages(clean, "", {}, counter);
   const std::string good = ExtractMessage(Sample()[0]);
   const std::string version(1, static_cast<char>(kExtractVersion));
@@ -111,7 +97,7 @@ TEST(MessageExtract, DamagedOrForeignExtractsAreIgnored) {
                         "A",
                         5) +
             std::string(8, '\0') + std::string(5, '\0')}) {
-    auto msgs = Stored(Sample(), true);
+    auto msgs = StoredMessages(Sample(), true);
     msgs[0].extract = bad;
     const ExtractiveSummary got = SummarizeMessages(msgs, "", {}, counter);
     EXPECT_EQ(got.text, want.text);
@@ -121,8 +107,9 @@ TEST(MessageExtract, DamagedOrForeignExtractsAreIgnored) {
   // decide, not the bytes. Options other than the defaults never read stored extracts.
   ExtractiveOptions other;
   other.user_message_chars = 20;
-  auto msgs = Stored(Sample(), true);
-  const ExtractiveSummary fresh = SummarizeMessages(Stored(Sample(), false), "", other, counter);
+  auto msgs = StoredMessages(Sample(), true);
+  const ExtractiveSummary fresh =
+      SummarizeMessages(StoredMessages(Sample(), false), "", other, counter);
   EXPECT_EQ(SummarizeMessages(msgs, "", other, counter).text, fresh.text);
   EXPECT_NE(fresh.text, want.text);
 }
@@ -130,13 +117,13 @@ TEST(MessageExtract, DamagedOrForeignExtractsAreIgnored) {
 TEST(MessageExtract, RealTrajectoriesMergeToTheSameSummaries) {
   const std::filesystem::path dir = MISSY_SOURCE_DIR "/../shared/data/trajectories";
   if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no trajectories at " << dir;
-  const MessageTokenCounter counter = Heuristic();
+  const MessageTokenCounter counter = HeuristicCounter();
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().extension() != ".jsonl") continue;
     ++files;
     const std::vector<Message> conv = testing::LoadTrajectory(e.path().string());
-    const auto with = Stored(conv, true), without = Stored(conv, false);
+    const auto with = StoredMessages(conv, true), without = StoredMessages(conv, false);
     const ExtractiveSummary a = SummarizeMessages(with, "", {}, counter);
     const ExtractiveSummary b = SummarizeMessages(without, "", {}, counter);
     EXPECT_EQ(a.text, b.text) << e.path();

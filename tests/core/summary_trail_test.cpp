@@ -8,27 +8,14 @@
 #include <algorithm>
 
 #include "core/extractive_summarizer.h"
+#include "core/summary_test_helpers.h"
 #include "core/summary_text.h"
 
 namespace missy {
 namespace {
 
-MessageTokenCounter Heuristic() {
-  return MessageTokenCounter(std::make_shared<HeuristicTokenCounter>());
-}
-
-std::vector<StoredMessage> Numbered(std::vector<Message> messages) {
-  std::vector<StoredMessage> out;
-  const MessageTokenCounter counter = Heuristic();
-  for (Message& m : messages) {
-    StoredMessage s;
-    s.seq = static_cast<int64_t>(out.size()) + 1;
-    s.tokens = counter.CountMessage(m);
-    s.message = std::move(m);
-    out.push_back(std::move(s));
-  }
-  return out;
-}
+using testing::HeuristicCounter;
+using testing::StoredMessages;
 
 Message Bash(std::string id, const std::string& command) {
   std::string escaped;
@@ -65,7 +52,7 @@ TEST(SummaryTrail, AnErrorReportIsToldFromAMention) {
 }
 
 TEST(SummaryTrail, MarkupTagsAndSedScriptsAreNotFiles) {
-  const auto msgs = Numbered({
+  const auto msgs = StoredMessages({
       Message::User("<pr_description>\nFix src/models.py\n</pr_description>\n<instructions>\n"
                     "Edit files under /testbed</instructions>"),
       Bash("c1",
@@ -88,7 +75,7 @@ TEST(SummaryTrail, ANumberedListingNamesNoErrors) {
   EXPECT_TRUE(extractive::NumberedListingLine("7:    raise ValueError(msg)"));
   EXPECT_FALSE(extractive::NumberedListingLine("2 errors generated."));
   EXPECT_FALSE(extractive::NumberedListingLine("src/a.cc:12:3: error: expected ';'"));
-  const auto msgs = Numbered({
+  const auto msgs = StoredMessages({
       Message::User("add tracing"),
       Bash("c1", "cat -n lib/trace.ex"),
       Message::ToolResult(
@@ -109,7 +96,7 @@ TEST(SummaryTrail, ErrorsThatReportComeFirstWhenRoomIsShort) {
   for (int i = 0; i < 8; ++i) {
     listing += "    {:error, reason_" + std::to_string(i) + "} -> :error\n";
   }
-  const auto msgs = Numbered({
+  const auto msgs = StoredMessages({
       Message::User("fix the build"),
       Bash("c1", "make"),
       Message::ToolResult("c1", "ld: KeyError: 'missing_symbol_table'\n"),
@@ -118,7 +105,7 @@ TEST(SummaryTrail, ErrorsThatReportComeFirstWhenRoomIsShort) {
   });
   ExtractiveOptions options;
   options.target_tokens = 120;
-  const ExtractiveSummary s = SummarizeMessages(msgs, "", options, Heuristic());
+  const ExtractiveSummary s = SummarizeMessages(msgs, "", options, HeuristicCounter());
   ASSERT_TRUE(s.cut) << s.text;
   EXPECT_NE(s.text.find("KeyError: 'missing_symbol_table'"), std::string::npos) << s.text;
   EXPECT_EQ(s.artifacts.errors.size(), 9u);  // the trail keeps all of them
@@ -140,10 +127,10 @@ TEST(SummaryTrail, FilesComeBeforeOlderRequestsAndFacts) {
                                  " keeps the old behaviour for callers that pass bytes"));
     conv.push_back(Message::Assistant("ok"));
   }
-  const auto msgs = Numbered(std::move(conv));
+  const auto msgs = StoredMessages(std::move(conv));
   ExtractiveOptions options;
   options.target_tokens = 700;
-  const ExtractiveSummary s = SummarizeMessages(msgs, "", options, Heuristic());
+  const ExtractiveSummary s = SummarizeMessages(msgs, "", options, HeuristicCounter());
   ASSERT_TRUE(s.cut) << s.text;
   EXPECT_LE(s.tokens, 700);
   int files = 0, newest = 0;
@@ -162,7 +149,7 @@ TEST(SummaryTrail, FilesComeBeforeOlderRequestsAndFacts) {
 TEST(SummaryTrail, ACondensedSummaryGivesTheFilesHalfItsRoom) {
   // Four leaves, each with fifteen files of its own and a few requests and facts: the
   // condensed summary is their union, with room for about half of it.
-  const MessageTokenCounter counter = Heuristic();
+  const MessageTokenCounter counter = HeuristicCounter();
   std::vector<ChildSummary> children;
   for (int leaf = 0; leaf < 4; ++leaf) {
     std::vector<Message> conv = {
@@ -177,7 +164,7 @@ TEST(SummaryTrail, ACondensedSummaryGivesTheFilesHalfItsRoom) {
                                    " working until the clients have moved over"));
       conv.push_back(Message::Assistant("ok"));
     }
-    const ExtractiveSummary s = SummarizeMessages(Numbered(std::move(conv)), "", {}, counter);
+    const ExtractiveSummary s = SummarizeMessages(StoredMessages(std::move(conv)), "", {}, counter);
     children.push_back({s.text, s.artifacts, s.tokens});
   }
   ExtractiveOptions options;
