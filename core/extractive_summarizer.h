@@ -7,20 +7,22 @@
 // the caller rejects a summary that does not shrink).
 //
 // What is kept, highest priority first: the chunk's first user message (the task; cut
-// middle-out when longer than user_message_chars), the artifact trail (files, errors,
-// commands, decisions; the most recently seen first, the first few of each list, then more
-// files and errors up to shares of the room; error lines that report an error before those
-// that only mention one), the other user messages, the newest facts (Missy's MemoryConsolidator
-// rules: "[tool]" + the first tool_result_chars of each tool result, lines marked
-// result:/decided:/found:/error:/success:/created:/updated:/ deleted:/confirmed:/output:); the
-// prior summary's excerpt only when all of that fits. What is read: tool results in head and tail
-// windows (scan_window_bytes each); user and assistant texts whole for key lines, and for paths
-// whole up to 2 * text_window_bytes, beyond that in head and tail windows (agents such as SWE-agent
-// put tool output in user messages); shell commands ("command"/"cmd" of shell-like tools only, not
-// an editor's sub-command such as str_replace_editor's "view"). The trail (ArtifactTrail,
-// ArtifactsToJson/FromJson, MergeArtifacts) is declared in core/artifact_extraction.h; what is read
-// from each message is its extract (core/message_extract.h: made on append and stored, or made here
-// when missing), so a call merges extracts and rescans no text. Both are included here.
+// middle-out when longer than user_message_chars); the artifact trail's first few files,
+// errors, commands and decisions (the most recently seen first; error lines that report an
+// error before those that only mention one); more files and errors, up to shares of the
+// room (a condensed summary gives its files more); the other user messages; the newest
+// facts (Missy's MemoryConsolidator rules: "[tool]" + the first tool_result_chars of each
+// tool result, lines marked result:/decided:/found:/error:/success:/created:/updated:/
+// deleted:/confirmed:/output:); the prior summary's excerpt only when all of that fits.
+// What is read: tool results in head and tail windows (scan_window_bytes each); user and
+// assistant texts whole for key lines, and for paths whole up to 2 * text_window_bytes,
+// beyond that in head and tail windows (agents such as SWE-agent put tool output in user
+// messages); shell commands ("command"/"cmd" of shell-like tools only, not an editor's
+// sub-command such as str_replace_editor's "view").
+// The trail (ArtifactTrail, ArtifactsToJson/FromJson, MergeArtifacts) is declared in
+// core/artifact_extraction.h; what is read from each message is its extract
+// (core/message_extract.h: made on append and stored, or made here when missing), so a
+// call merges extracts and rescans no text. Both are included here.
 #pragma once
 
 #include <cstddef>

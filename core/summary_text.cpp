@@ -232,7 +232,10 @@ bool NumberedListingLine(std::string_view line) {
   while (digits < line.size() && line[digits] >= '0' && line[digits] <= '9') ++digits;
   if (digits == 0 || digits == line.size()) return false;
   const std::string_view rest = line.substr(digits);
-  return rest.front() == '\t' || rest.front() == ':' || rest.starts_with("\u2192");
+  if (rest.front() == ':') {  // "12:code", but not a time ("10:42:01 ERROR ...")
+    return rest.size() == 1 || rest[1] < '0' || rest[1] > '9';
+  }
+  return rest.front() == '\t' || rest.starts_with("\u2192");
 }
 
 // Head and tail of a long text (each about `window` bytes, on line boundaries).

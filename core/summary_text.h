@@ -43,7 +43,8 @@ bool ErrorWordAt(std::string_view s, size_t i);
 // "error ->", ":error") only mentions one.
 bool ReportsError(std::string_view line);
 // A line of a numbered file listing ("12→ code" from an editor's view, "12\tcode" from
-// cat -n, "12:code"): source code, whose words name no error a tool printed.
+// cat -n, "12:code", not a time such as "10:42:01"): source code, whose words name no
+// error a tool printed.
 bool NumberedListingLine(std::string_view line);
 
 // Where a pattern may start: the classifiers above and the path scan look only at lines
