@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "core/groups.h"
+#include "core/summary_text.h"
 #include "core/utf8.h"
 #include "daemon/metrics/daemon_metrics.h"
 
@@ -70,16 +71,39 @@ std::string RenderMessage(const Message& m, const LlmBackendOptions& options) {
   return out;
 }
 
-std::string JoinItems(const std::vector<std::string>& items, size_t keep, std::string_view sep) {
-  // The newest `keep` (the trail is in first-seen order), with how many were left out.
-  const size_t from = items.size() > keep ? items.size() - keep : 0;
+// items[shown] (ascending indices), after a note of how many were left out.
+std::string JoinShown(const std::vector<std::string>& items, const std::vector<size_t>& shown,
+                      std::string_view sep) {
   std::string out;
-  if (from > 0) out = "(" + std::to_string(from) + " earlier omitted)" + std::string(sep);
-  for (size_t i = from; i < items.size(); ++i) {
-    if (i > from) out += sep;
-    out += items[i];
+  if (shown.size() < items.size()) {
+    out = "(" + std::to_string(items.size() - shown.size()) + " omitted)" + std::string(sep);
+  }
+  for (size_t k = 0; k < shown.size(); ++k) {
+    if (k > 0) out += sep;
+    out += items[shown[k]];
   }
   return out;
+}
+
+// The newest `keep` items (the trail is in first-seen order).
+std::string JoinItems(const std::vector<std::string>& items, size_t keep, std::string_view sep) {
+  std::vector<size_t> shown;
+  for (size_t i = items.size() > keep ? items.size() - keep : 0; i < items.size(); ++i) {
+    shown.push_back(i);
+  }
+  return JoinShown(items, shown, sep);
+}
+
+// Up to `keep` errors: those that report an error before those that only mention one, the
+// newest of each first; shown in first-seen order.
+std::string JoinErrors(const std::vector<std::string>& items, size_t keep, std::string_view sep) {
+  std::vector<size_t> order;  // newest first
+  for (size_t i = items.size(); i > 0; --i) order.push_back(i - 1);
+  std::stable_partition(order.begin(), order.end(),
+                        [&](size_t i) { return extractive::ReportsError(items[i]); });
+  order.resize(std::min(order.size(), keep));
+  std::sort(order.begin(), order.end());
+  return JoinShown(items, order, sep);
 }
 
 }  // namespace
@@ -128,14 +152,14 @@ std::vector<std::string> RenderTranscript(std::span<const StoredMessage> chunk,
 std::string RenderTrail(const ArtifactTrail& trail) {
   if (trail.empty()) return "";
   std::string out = "Artifacts:";
-  const auto line = [&](const char* label, const std::vector<std::string>& items, size_t keep,
-                        std::string_view sep) {
-    if (!items.empty()) out += "\n" + std::string(label) + ": " + JoinItems(items, keep, sep);
+  const auto line = [&](const char* label, const std::vector<std::string>& items,
+                        const std::string& joined) {
+    if (!items.empty()) out += "\n" + std::string(label) + ": " + joined;
   };
-  line("files", trail.files, 40, ", ");
-  line("commands", trail.commands, 12, " | ");
-  line("errors", trail.errors, 8, " | ");
-  line("decisions", trail.decisions, 8, " | ");
+  line("files", trail.files, JoinItems(trail.files, 40, ", "));
+  line("commands", trail.commands, JoinItems(trail.commands, 12, " | "));
+  line("errors", trail.errors, JoinErrors(trail.errors, 8, " | "));
+  line("decisions", trail.decisions, JoinItems(trail.decisions, 8, " | "));
   return out;
 }
 

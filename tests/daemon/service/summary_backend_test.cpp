@@ -201,6 +201,22 @@ TEST(SummaryBackendTest, AKnownSmallWindowSplitsBeforeSending) {
   EXPECT_EQ(server.requests().size(), 2u);
 }
 
+TEST(SummaryBackendTest, TheTrailShowsTheErrorsThatReportOneFirst) {
+  ArtifactTrail trail;
+  trail.files = {"src/a.py"};
+  trail.errors = {"TypeError: bad operand", "ValueError: empty name"};
+  for (int i = 0; i < 10; ++i)
+    trail.errors.push_back("handle_error(reason_" + std::to_string(i) + ")");
+  EXPECT_EQ(RenderTrail(trail),
+            "Artifacts:\nfiles: src/a.py\nerrors: (4 omitted) | TypeError: bad operand | "
+            "ValueError: empty name | handle_error(reason_4) | handle_error(reason_5) | "
+            "handle_error(reason_6) | handle_error(reason_7) | handle_error(reason_8) | "
+            "handle_error(reason_9)");
+  trail.errors.resize(2);
+  EXPECT_EQ(RenderTrail(trail),
+            "Artifacts:\nfiles: src/a.py\nerrors: TypeError: bad operand | ValueError: empty name");
+}
+
 TEST(SummaryBackendTest, ChildSummariesAreMergedWithTheirTrails) {
   FakeProviderServer server({Json(200, OpenAiAnswer("merged checkpoint"))});
   LlmBackend backend(Client(server));
