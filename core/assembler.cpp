@@ -309,11 +309,39 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
                                            : "overflow";
   r.should_summarize = r.uncovered_messages > in.message_threshold || demand > r.threshold_tokens;
 
+  // The pinned task as sent when the kept history does not hold it (header + text, cut
+  // middle-out beyond task_max_tokens). Its room comes right after the last turn's: the
+  // tail is squeezed for it, and memory, summaries and older history come after it.
+  std::optional<Message> pinned_task;
+  int64_t pinned_task_tokens = 0;
+  if (in.task) {
+    r.task_seq = in.task->seq;
+    std::string text = in.task->message.PlainText();
+    const int64_t task_cap = std::max<int64_t>(1, in.task_max_tokens);
+    if (counter.CountText(text) > task_cap) {
+      text = TruncateMiddleOut(text, task_cap, counter).text;
+      r.task_truncated = true;
+    }
+    pinned_task = Message::User(TaskHeader(in.task->seq) + "\n" + text);
+    pinned_task_tokens = counter.CountMessage(*pinned_task);
+  }
+
   // 6. Fresh tail (rule 1): the last fresh_tail_count history messages, moved back to a
   // group start, plus the new message.
   const int64_t cap = in.tool_output_max_tokens;
   size_t tail_start = FreshTailStart(n_hist_entries, entry_at, b.fresh_tail_count);
   if (tail_start > n_hist_entries) tail_start = n_hist_entries;
+  auto task_in_tail = [&]() {
+    bool found = false;
+    for (size_t i = tail_start; i < n_hist_entries && !found; ++i) {
+      found = entries[i].seq == r.task_seq;
+    }
+    return found;
+  };
+  // What the tail may take: the room, less the pinned task's when the tail does not hold it.
+  auto tail_room = [&]() {
+    return r.available - (pinned_task && !task_in_tail() ? pinned_task_tokens : 0);
+  };
   const bool folded_kept = folded_stats != nullptr && folded_stats->kept > 0;
   if (folded_kept && tail_start == 0) {
     ctx.needs_more_history = true;  // the tail may reach into the folded part
@@ -329,12 +357,12 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
     return sum;
   };
   int64_t tail = tail_tokens();
-  if (tail > r.available) {
+  if (tail > tail_room()) {
     r.tail_squeezed = true;
     const size_t newest_group_start = groups.empty() ? n_entries : groups.back().begin;
     // (a) Old tool outputs of the tail, middle-out, with a shrinking cap.
     auto squeeze = [&](size_t from, size_t to) {
-      for (int64_t c = cap / 2; tail > r.available; c /= 2) {
+      for (int64_t c = cap / 2; tail > tail_room(); c /= 2) {
         c = std::max(c, in.min_tool_output_tokens);
         for (size_t i = from; i < to; ++i) {
           if (entries[i].msg->role == Role::kTool) tail_cap[i] = std::min(tail_cap[i], c);
@@ -354,13 +382,14 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
     }
     size_t gi = 0;
     while (gi < groups.size() && groups[gi].begin < tail_start) ++gi;
-    while (tail > r.available && gi + 1 < groups.size() && groups[gi + 1].begin <= last_turn) {
+    while (tail > tail_room() && gi + 1 < groups.size() && groups[gi + 1].begin <= last_turn) {
       r.tail_dropped_messages += static_cast<int64_t>(groups[gi].size());
       tail_start = groups[++gi].begin;
       tail = tail_tokens();
     }
-    // (c) Then every tool output left, the newest too.
-    if (tail > r.available) squeeze(tail_start, n_entries);
+    // (c) Then every tool output left, the newest too. A last turn that still leaves no
+    // room for the task gets what it needs: the task is cut to what is left (step 8).
+    if (tail > tail_room()) squeeze(tail_start, n_entries);
     if (tail > r.available) {
       return Status::ContextOverflow("the last turn needs " + Num(tail) + " tokens but only " +
                                      Num(r.available) + " are available (total " + Num(b.total) +
@@ -369,8 +398,11 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
     }
   }
 
-  // 7. Memory and learnings, capped by their fractions and by what the tail leaves.
-  const int64_t room_after_tail = r.available - tail;
+  // 7. Memory and learnings, capped by their fractions and by what the tail and the task
+  // leave.
+  const bool pin_task = pinned_task && !task_in_tail();
+  const int64_t room_after_tail =
+      std::max<int64_t>(0, r.available - tail - (pin_task ? pinned_task_tokens : 0));
   r.memory_budget = std::min(b.MemoryBudget(r.available), room_after_tail);
   auto system_cost = [&](const std::string& memory, const std::string& learnings) -> int64_t {
     const std::string joined = JoinSystem(in.system_prompt, memory, learnings);
@@ -440,33 +472,29 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
   r.history_budget = b.total - r.tool_tokens - system_side;
   int64_t remaining = r.history_budget - tail;
 
-  // The task, unless the fresh tail holds it: its room comes first (after the tail).
+  // The task, unless the fresh tail holds it: its room comes first (after the tail). When
+  // the last turn leaves less than it needs, it is cut middle-out to what is left.
   std::optional<Message> task_message;
-  if (in.task) {
-    r.task_seq = in.task->seq;
-    bool in_tail = false;
-    for (size_t i = tail_start; i < n_hist_entries && !in_tail; ++i) {
-      in_tail = entries[i].seq == in.task->seq;
-    }
-    if (!in_tail) {
-      const std::string header = TaskHeader(in.task->seq);
-      Message m = in.task->message;
-      std::string text = m.PlainText();
-      const int64_t cap = std::max<int64_t>(1, in.task_max_tokens);
-      if (counter.CountText(text) > cap) {
-        TruncatedText t = TruncateMiddleOut(text, cap, counter);
-        text = std::move(t.text);
+  if (pin_task) {
+    if (pinned_task_tokens > remaining) {
+      const int64_t header = counter.CountMessage(Message::User(TaskHeader(r.task_seq) + "\n"));
+      std::string text = in.task->message.PlainText();
+      int64_t room = remaining - header;
+      for (int attempt = 0; attempt < 8 && room > 0 && pinned_task_tokens > remaining; ++attempt) {
+        pinned_task = Message::User(TaskHeader(r.task_seq) + "\n" +
+                                    TruncateMiddleOut(text, room, counter).text);
+        pinned_task_tokens = counter.CountMessage(*pinned_task);
+        room -= std::max<int64_t>(1, pinned_task_tokens - remaining);
         r.task_truncated = true;
       }
-      Message pinned = Message::User(header + "\n" + text);
-      const int64_t t = counter.CountMessage(pinned);
-      if (t <= remaining) {
-        remaining -= t;
-        r.task_tokens = t;
-        task_message = std::move(pinned);
-      }
+    }
+    if (pinned_task_tokens <= remaining) {
+      remaining -= pinned_task_tokens;
+      r.task_tokens = pinned_task_tokens;
+      task_message = std::move(pinned_task);
     }
   }
+  if (!task_message) r.task_truncated = false;
 
   // 8. Summaries, oldest first; skip (do not stop at) one that does not fit (rule 2), and
   // rather than skip, send the oldest short (core/context_summaries.h).

@@ -88,8 +88,10 @@ struct ContextInput {
   EvictionOptions eviction;              // cache-friendly eviction (off unless anchored)
   // The session's task (its first user message, or the one the agent pinned): always in
   // the context. When the kept history does not hold it, it is sent after the system
-  // message, verbatim up to task_max_tokens (middle-out truncated beyond); its room is
-  // reserved before summaries and older history fill in.
+  // message, verbatim up to task_max_tokens (middle-out truncated beyond); its room comes
+  // right after the last turn's (the fresh tail's older tool outputs are squeezed for it)
+  // and before memory, learnings, summaries and older history. A last turn that leaves
+  // less than it needs gets it cut middle-out to what is left, never left out.
   std::optional<StoredMessage> task;
   int64_t task_max_tokens = 2000;
 };

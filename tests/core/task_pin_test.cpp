@@ -90,5 +90,57 @@ TEST(TaskPinTest, ALongTaskIsCutMiddleOutToItsShare) {
   EXPECT_LE(r.task_tokens, 300 + counter.CountMessage(Message::User(TaskHeader(1) + "\n")));
 }
 
+// What the conversation's messages after the task cost as they are (the byte counter adds
+// up: a context costs the sum of its messages).
+int64_t CostAfterTheTask(const std::vector<Message>& conv, const MessageTokenCounter& counter) {
+  int64_t sum = 0;
+  for (size_t i = 1; i < conv.size(); ++i) sum += counter.CountMessage(conv[i]);
+  return sum;
+}
+
+// The last turn's older tool output is squeezed to make room for the task; before, a fresh
+// tail that took the whole room left the task out.
+TEST(TaskPinTest, AFreshTailThatFillsTheRoomIsSqueezedForTheTask) {
+  const MessageTokenCounter counter = BytesCounter();
+  const std::vector<Message> conv = {Message::User("TASK: port the parser to C++20"),
+                                     Message::User("go on"),
+                                     Message::AssistantCalls({{"c1", "function", "bash", "{}"}}),
+                                     Message::ToolResult("c1", "LOG " + std::string(900, 'a')),
+                                     Message::AssistantCalls({{"c2", "function", "bash", "{}"}}),
+                                     Message::ToolResult("c2", "OUT " + std::string(300, 'b'))};
+  // Room for the last turn (the fresh tail) and not for the task beside it.
+  const ContextInput in = Input(CostAfterTheTask(conv, counter) + 10, conv, counter);
+  Result<AssembledContext> ctx = AssembleContext(in, counter);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  const ContextReport& r = ctx->report;
+  // The room made is enough for the task as it is stored: the history holds it again.
+  ASSERT_EQ(ctx->messages.size(), 6u);
+  EXPECT_EQ(ctx->messages[0].text, "TASK: port the parser to C++20");
+  EXPECT_FALSE(r.task_truncated);
+  EXPECT_TRUE(r.tail_squeezed);
+  EXPECT_LE(r.used_tokens, in.budget.total);
+  EXPECT_LT(ctx->messages[3].PlainText().size(), 904u);  // the older output gave the room
+  EXPECT_EQ(ctx->messages[5].PlainText(), conv[5].PlainText());
+}
+
+// A last turn with nothing to squeeze leaves the task what is left: it is cut middle-out
+// to that, not left out.
+TEST(TaskPinTest, WhenTheLastTurnLeavesLessThanTheTaskItIsCutToWhatIsLeft) {
+  const MessageTokenCounter counter = BytesCounter();
+  const std::vector<Message> conv = {Message::User("BEGIN " + std::string(400, 'x') + " END"),
+                                     Message::User("now: " + std::string(700, 'q'))};
+  const ContextInput in = Input(CostAfterTheTask(conv, counter) + 120, conv, counter);
+  Result<AssembledContext> ctx = AssembleContext(in, counter);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  const ContextReport& r = ctx->report;
+  ASSERT_TRUE(r.task_pinned);
+  EXPECT_TRUE(r.task_truncated);
+  const std::string& text = ctx->messages[0].text;
+  EXPECT_EQ(text.rfind(TaskHeader(1) + "\nBEGIN ", 0), 0u) << text;
+  EXPECT_NE(text.find(" END"), std::string::npos) << text;
+  EXPECT_LE(r.used_tokens, in.budget.total);
+  EXPECT_GT(r.task_tokens, 60);
+}
+
 }  // namespace
 }  // namespace missy
