@@ -91,7 +91,8 @@ struct ContextInput {
   // message, verbatim up to task_max_tokens (middle-out truncated beyond); its room comes
   // right after the last turn's (the fresh tail's older tool outputs are squeezed for it)
   // and before memory, learnings, summaries and older history. A last turn that leaves
-  // less than it needs gets it cut middle-out to what is left, never left out.
+  // less than it needs gets it cut middle-out to what is left (left out only when that is
+  // less than its header).
   std::optional<StoredMessage> task;
   int64_t task_max_tokens = 2000;
 };

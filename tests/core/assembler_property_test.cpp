@@ -57,7 +57,7 @@ TEST(AssemblerPropertyTest, RandomHistoriesKeepEveryInvariant) {
   const MessageTokenCounter bytes = testing::BytesCounter();
   const MessageTokenCounter heuristic(std::make_shared<HeuristicTokenCounter>());
   int ok_runs = 0, overflow_runs = 0, squeezed_runs = 0, pruned_runs = 0, truncated_runs = 0,
-      dropped_runs = 0;
+      dropped_runs = 0, task_runs = 0;
   for (int run = 0; run < kRuns; ++run) {
     const uint64_t seed = base_seed + static_cast<uint64_t>(run);
     SCOPED_TRACE("seed=" + std::to_string(seed) +
@@ -174,12 +174,29 @@ TEST(AssemblerPropertyTest, RandomHistoriesKeepEveryInvariant) {
       ASSERT_EQ(again->messages, ctx.messages);
     }
 
+    // 8. The task is in the context (kept, or pinned whole or cut), unless what the last
+    // turn leaves is less than its header.
+    if (in.task) {
+      bool has_task = kept.count(in.task->seq) > 0;
+      int64_t history_side = 0;
+      for (const Message& m : ctx.messages) {
+        has_task = has_task || m.text.rfind(TaskHeader(in.task->seq), 0) == 0;
+        if (m.role != Role::kSystem) history_side += counter.CountMessage(m);
+      }
+      const int64_t header = counter.CountMessage(Message::User(TaskHeader(in.task->seq) + "\n"));
+      ASSERT_TRUE(has_task || r.history_budget - history_side < header)
+          << "task " << in.task->seq << " missing with " << r.history_budget - history_side
+          << " tokens left";
+      task_runs += has_task;
+    }
     pruned_runs += !r.newly_pruned_seqs.empty();
     truncated_runs += !r.truncated.empty();
     dropped_runs += r.dropped_messages > 0;
   }
-  std::printf("property: %d ok, %d overflow, %d squeezed, %d pruned, %d truncated, %d dropped\n",
-              ok_runs, overflow_runs, squeezed_runs, pruned_runs, truncated_runs, dropped_runs);
+  std::printf(
+      "property: %d ok, %d overflow, %d squeezed, %d pruned, %d truncated, %d dropped, %d with "
+      "their task\n",
+      ok_runs, overflow_runs, squeezed_runs, pruned_runs, truncated_runs, dropped_runs, task_runs);
   if (kRuns > 1) {
     // The generator must reach every interesting path, or the test proves little.
     EXPECT_GT(ok_runs, kRuns / 2);
@@ -188,6 +205,7 @@ TEST(AssemblerPropertyTest, RandomHistoriesKeepEveryInvariant) {
     EXPECT_GT(pruned_runs, 0);
     EXPECT_GT(truncated_runs, 0);
     EXPECT_GT(dropped_runs, 0);
+    EXPECT_GT(task_runs, kRuns / 3);
   }
 }
 
