@@ -310,21 +310,25 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
   r.should_summarize = r.uncovered_messages > in.message_threshold || demand > r.threshold_tokens;
 
   // The pinned task as sent when the kept history does not hold it (header + text, cut
-  // middle-out beyond task_max_tokens). Its room comes right after the last turn's: the
-  // tail is squeezed for it, and memory, summaries and older history come after it.
+  // middle-out beyond task_max_tokens), built when first needed: a task the fresh tail
+  // holds costs nothing. Its room comes right after the last turn's: the tail is squeezed
+  // for it, and memory, summaries and older history come after it.
   std::optional<Message> pinned_task;
   int64_t pinned_task_tokens = 0;
-  if (in.task) {
-    r.task_seq = in.task->seq;
-    std::string text = in.task->message.PlainText();
-    const int64_t task_cap = std::max<int64_t>(1, in.task_max_tokens);
-    if (counter.CountText(text) > task_cap) {
-      text = TruncateMiddleOut(text, task_cap, counter).text;
-      r.task_truncated = true;
+  if (in.task) r.task_seq = in.task->seq;
+  auto pinned_task_cost = [&]() {
+    if (!pinned_task) {
+      std::string text = in.task->message.PlainText();
+      const int64_t task_cap = std::max<int64_t>(1, in.task_max_tokens);
+      if (counter.CountText(text) > task_cap) {
+        text = TruncateMiddleOut(text, task_cap, counter).text;
+        r.task_truncated = true;
+      }
+      pinned_task = Message::User(TaskHeader(in.task->seq) + "\n" + text);
+      pinned_task_tokens = counter.CountMessage(*pinned_task);
     }
-    pinned_task = Message::User(TaskHeader(in.task->seq) + "\n" + text);
-    pinned_task_tokens = counter.CountMessage(*pinned_task);
-  }
+    return pinned_task_tokens;
+  };
 
   // 6. Fresh tail (rule 1): the last fresh_tail_count history messages, moved back to a
   // group start, plus the new message.
@@ -340,7 +344,7 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
   };
   // What the tail may take: the room, less the pinned task's when the tail does not hold it.
   auto tail_room = [&]() {
-    return r.available - (pinned_task && !task_in_tail() ? pinned_task_tokens : 0);
+    return r.available - (in.task && !task_in_tail() ? pinned_task_cost() : 0);
   };
   const bool folded_kept = folded_stats != nullptr && folded_stats->kept > 0;
   if (folded_kept && tail_start == 0) {
@@ -400,9 +404,9 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
 
   // 7. Memory and learnings, capped by their fractions and by what the tail and the task
   // leave.
-  const bool pin_task = pinned_task && !task_in_tail();
+  const bool pin_task = in.task && !task_in_tail();
   const int64_t room_after_tail =
-      std::max<int64_t>(0, r.available - tail - (pin_task ? pinned_task_tokens : 0));
+      std::max<int64_t>(0, r.available - tail - (pin_task ? pinned_task_cost() : 0));
   r.memory_budget = std::min(b.MemoryBudget(r.available), room_after_tail);
   auto system_cost = [&](const std::string& memory, const std::string& learnings) -> int64_t {
     const std::string joined = JoinSystem(in.system_prompt, memory, learnings);
