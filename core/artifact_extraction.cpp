@@ -207,12 +207,7 @@ void ScanTextPaths(std::string_view text, size_t window, TrailBuilder& trail) {
 
 // Diff headers in a patch: "*** Update File: p", "+++ b/p", "diff --git a/p b/p".
 void ScanPatchHeaders(std::string_view patch, TrailBuilder& trail) {
-  size_t pos = 0;
-  while (pos < patch.size()) {
-    size_t end = patch.find('\n', pos);
-    if (end == std::string_view::npos) end = patch.size();
-    std::string_view line = patch.substr(pos, end - pos);
-    pos = end + 1;
+  ForEachRawLine(patch, [&](std::string_view line) {
     std::string_view rest;
     for (std::string_view prefix : {"*** Update File: ", "*** Add File: ", "*** Delete File: ",
                                     "*** Move to: ", "+++ ", "--- "}) {
@@ -222,7 +217,7 @@ void ScanPatchHeaders(std::string_view patch, TrailBuilder& trail) {
     const size_t tab = rest.find('\t');
     if (tab != std::string_view::npos) rest = rest.substr(0, tab);
     if (LooksLikePath(rest, true)) trail.AddFile(rest);
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------------------

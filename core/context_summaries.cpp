@@ -5,6 +5,7 @@
 
 #include "core/assembler.h"
 #include "core/extractive_summarizer.h"
+#include "core/summary_text.h"
 
 namespace missy {
 
@@ -14,12 +15,7 @@ std::string SummaryStubText(const SummaryView& s) {
   const std::string_view errors_line =
       kSummaryErrorsHeader.substr(0, kSummaryErrorsHeader.size() - 1);
   bool in_errors = false;  // inside the extractive form's error bullets and their continuations
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
+  extractive::ForEachRawLine(text, [&](std::string_view line) {
     if (!(in_errors && (line.starts_with("- ") || line.starts_with("  ")))) {
       in_errors = line == errors_line;
     }
@@ -29,7 +25,7 @@ std::string SummaryStubText(const SummaryView& s) {
       out += '\n';
       out += line;
     }
-  }
+  });
   return out;
 }
 

@@ -278,16 +278,11 @@ void ReadBack(std::string_view text, ExtractMerge& merge, const ExtractiveOption
     if (current && !item.empty()) put(*current, std::move(item));
     item.clear();
   };
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
+  ForEachRawLine(text, [&](std::string_view line) {
     if (line.starts_with("  ") && !item.empty()) {
       item += '\n';
       item += line.substr(2);
-      continue;
+      return;
     }
     if (line.starts_with("- ")) {
       flush();
@@ -295,7 +290,7 @@ void ReadBack(std::string_view text, ExtractMerge& merge, const ExtractiveOption
         current = &merge.list(section == kReq ? kExRequests : kExFacts);
         item = std::string(line.substr(2));
       }
-      continue;
+      return;
     }
     flush();
     current = nullptr;
@@ -312,7 +307,7 @@ void ReadBack(std::string_view text, ExtractMerge& merge, const ExtractiveOption
       section = kNone;
       put(merge.list(kExFacts), OneLine(line, o.max_line_chars));
     }
-  }
+  });
   flush();
 }
 

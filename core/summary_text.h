@@ -63,17 +63,26 @@ bool KeyMarkerColon(std::string_view s, size_t colon);
 // The line (between '\n's, trimmed) of `s` around position `pos`, and where it ends.
 std::string_view LineAround(std::string_view s, size_t pos, size_t* line_end);
 
-// Calls fn(line) for each non-blank line of `text`, trimmed.
+// Calls fn(line) for each line of `text` as it is: split on '\n', nothing trimmed or left
+// out (a summary's layout is read this way: its indentation has a meaning).
 template <typename Fn>
-void ForEachLine(std::string_view text, Fn fn) {
+void ForEachRawLine(std::string_view text, Fn fn) {
   size_t pos = 0;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = Trim(text.substr(pos, end - pos));
-    if (!line.empty()) fn(line);
+    fn(text.substr(pos, end - pos));
     pos = end + 1;
   }
+}
+
+// Calls fn(line) for each non-blank line of `text`, trimmed.
+template <typename Fn>
+void ForEachLine(std::string_view text, Fn fn) {
+  ForEachRawLine(text, [&](std::string_view raw) {
+    const std::string_view line = Trim(raw);
+    if (!line.empty()) fn(line);
+  });
 }
 
 // Head and tail of a long text (each about `window` bytes, on line boundaries); the whole
