@@ -14,6 +14,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/budget.h"
 #include "core/calibration.h"
@@ -82,6 +83,28 @@ struct BrokerConfig {
   int64_t jobs_in_flight = 8;           // summarization jobs run at once with jobs on
 };
 
+// context.proxy.routes[]: a request whose model matches `model` goes to a provider
+// instead of the API's upstream. The first matching row wins.
+struct ProxyRoute {
+  std::string model;     // glob over the request's model: '*' any run, '?' one character
+  std::string provider;  // providers.<name>: its base_url and api_key serve the request
+  bool operator==(const ProxyRoute&) const = default;
+};
+
+// context.proxy.*: missyd as ANTHROPIC_BASE_URL / OPENAI_BASE_URL (off unless enabled).
+// Every listen entry passed ParseListenAddress (loopback or unix: only), in its canonical
+// form ("localhost:1" is "127.0.0.1:1"); a unix: path is absolute, resolved like a path key.
+struct ProxyConfig {
+  bool enabled = false;                                  // context.proxy.enabled
+  std::vector<std::string> listen = {"127.0.0.1:8788"};  // context.proxy.listen: one or a list
+  std::string token_file;  // context.proxy.token_file: "" = no token check; else absolute
+  std::string anthropic_upstream = "https://api.anthropic.com";  // .upstreams.anthropic
+  std::string openai_upstream = "https://api.openai.com/v1";     // .upstreams.openai
+  int64_t timeout_ms = 600000;         // context.proxy.timeout_ms: one upstream call, whole
+  int64_t max_body_bytes = 256 << 20;  // context.proxy.max_body_bytes (413 above)
+  std::vector<ProxyRoute> routes;      // context.proxy.routes; providers exist (checked)
+};
+
 struct DaemonConfig {
   std::string missy_home;  // resolved ~/.missy (or $MISSY_HOME), set by ParseConfig
   // Paths: relative to missy_home here; ParseConfig returns them absolute and normal.
@@ -104,6 +127,7 @@ struct DaemonConfig {
   LimitsConfig limits;                              // context.limits.*
   AuditConfig audit;                                // context.audit.*
   BrokerConfig broker;                              // context.broker.*
+  ProxyConfig proxy;                                // context.proxy.*
   ModelTable models = ModelTable::Builtin();        // built-ins + context.models rows (upserted)
   std::string default_provider;                     // top-level default_provider
   std::map<std::string, ProviderConfig> providers;  // top-level providers

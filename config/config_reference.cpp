@@ -50,7 +50,10 @@ std::string AcceptedText(const ConfigKey& key) {
           [](const PathRule& r) {
             return std::string(r.may_be_empty ? "path (\"\" = not set)" : "path");
           },
-          [](const StringRule&) { return std::string("string (\"\" = not set)"); },
+          [](const StringRule& r) {
+            if (r.check != nullptr) return std::string(r.accepts.empty() ? "string" : r.accepts);
+            return std::string("string (\"\" = not set)");
+          },
           [](const ChoiceRule& r) {
             std::string out;
             for (size_t i = 0; i < r.choices.size(); ++i) {
@@ -62,6 +65,10 @@ std::string AcceptedText(const ConfigKey& key) {
             return std::string(
                 "list of {pattern, context_window, max_output_tokens, encoding, factor}");
           },
+          [](const StringListRule& r) {
+            return std::string(r.accepts.empty() ? "string" : r.accepts) + ", or a list of them";
+          },
+          [](const ProxyRoutesRule&) { return std::string("list of {model, provider}"); },
       },
       key.rule);
 }
@@ -72,7 +79,7 @@ std::string ConfigReferenceMarkdown() {
   bool first = true;
   std::string_view group;
   for (const ConfigKey& key : ContextKeys()) {
-    const size_t dot = key.path.find('.');
+    const size_t dot = key.path.rfind('.');  // a nested group has a table of its own
     const std::string_view key_group = dot == std::string_view::npos ? "" : key.path.substr(0, dot);
     if (first || key_group != group) {
       if (!first) out += "\n";

@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "config/config.h"
 #include "config/key_table.h"
@@ -161,6 +162,71 @@ Status ParseModelRows(const YAML::Node& node, const std::string& path, ModelTabl
   return table->Validate();
 }
 
+// A StringListRule's value at `path`: one string, or a list of them, each checked by the
+// rule's `item` and named by its index ("context.proxy.listen[1]"); none twice.
+Status ParseStringList(const YAML::Node& node, const std::string& path, const StringListRule& rule,
+                       const std::string& missy_home, std::vector<std::string>* out) {
+  std::vector<std::pair<std::string, YAML::Node>> items;  // (path, node)
+  if (node.IsScalar()) {
+    items.emplace_back(path, node);
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      items.emplace_back(path + "[" + std::to_string(i) + "]", node[i]);
+    }
+  } else {
+    return KeyError(path, "expected a string or a list of strings, got " + Describe(node));
+  }
+  if (items.empty()) return KeyError(path, "must list at least one entry");
+  std::vector<std::string> values;
+  for (const auto& [item_path, item] : items) {
+    std::string text;
+    MISSY_RETURN_IF_ERROR(ParseString(item, item_path, &text));
+    if (rule.item != nullptr) {
+      Result<std::string> checked = rule.item(text, missy_home);
+      if (!checked.ok()) return KeyError(item_path, checked.status().message());
+      text = std::move(checked).value();
+    }
+    if (std::find(values.begin(), values.end(), text) != values.end()) {
+      return KeyError(item_path, "'" + text + "' is listed twice");
+    }
+    values.push_back(std::move(text));
+  }
+  *out = std::move(values);
+  return Status::Ok();
+}
+
+// context.proxy.routes: a list of {model, provider}, both required and not empty. The
+// list replaces the previous one (null: no routes).
+Status ParseProxyRoutes(const YAML::Node& node, const std::string& path,
+                        std::vector<ProxyRoute>* routes) {
+  if (node.IsNull()) {
+    routes->clear();
+    return Status::Ok();
+  }
+  if (!node.IsSequence()) return KeyError(path, "expected a list, got " + Describe(node));
+  std::vector<ProxyRoute> out;
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string row_path = path + "[" + std::to_string(i) + "]";
+    const auto path_of = [&](const std::string& key) { return row_path + "." + key; };
+    const YAML::Node& row = node[i];
+    if (!row.IsMap()) return KeyError(row_path, "expected a mapping, got " + Describe(row));
+    MISSY_RETURN_IF_ERROR(CheckKeys(
+        row, row_path, [](const std::string& k) { return k == "model" || k == "provider"; },
+        path_of));
+    ProxyRoute route;
+    for (const auto& [key, value] : {std::pair<const char*, std::string*>{"model", &route.model},
+                                     {"provider", &route.provider}}) {
+      const YAML::Node v = row[key];
+      if (!v.IsDefined()) return KeyError(path_of(key), "required");
+      MISSY_RETURN_IF_ERROR(ParseString(v, path_of(key), value));
+      if (value->empty()) return KeyError(path_of(key), "must not be empty");
+    }
+    out.push_back(std::move(route));
+  }
+  *routes = std::move(out);
+  return Status::Ok();
+}
+
 // Reads one leaf of the context section into `c` (paths are resolved later).
 Status ReadKey(const ConfigKey& key, const YAML::Node& node, DaemonConfig* c) {
   const std::string path = ContextKeyPath(key.path);
@@ -197,7 +263,13 @@ Status ReadKey(const ConfigKey& key, const YAML::Node& node, DaemonConfig* c) {
             return Status::Ok();
           },
           [&](const StringRule& rule) -> Status {
-            return ParseString(node, path, &rule.field.ref(*c));
+            std::string v;
+            MISSY_RETURN_IF_ERROR(ParseString(node, path, &v));
+            if (rule.check != nullptr) {
+              if (Status s = rule.check(v); !s.ok()) return KeyError(path, s.message());
+            }
+            rule.field.ref(*c) = std::move(v);
+            return Status::Ok();
           },
           [&](const ChoiceRule& rule) -> Status {
             std::string v;
@@ -215,6 +287,12 @@ Status ReadKey(const ConfigKey& key, const YAML::Node& node, DaemonConfig* c) {
           },
           [&](const ModelRowsRule& rule) -> Status {
             return ParseModelRows(node, path, &rule.field.ref(*c));
+          },
+          [&](const StringListRule& rule) -> Status {
+            return ParseStringList(node, path, rule, c->missy_home, &rule.field.ref(*c));
+          },
+          [&](const ProxyRoutesRule& rule) -> Status {
+            return ParseProxyRoutes(node, path, &rule.field.ref(*c));
           },
       },
       key.rule);

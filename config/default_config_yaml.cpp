@@ -1,5 +1,6 @@
 // DefaultConfigYaml: the commented default config file, generated from the key table and
 // a default-constructed DaemonConfig, so a default changed in a struct changes the file.
+#include <algorithm>
 #include <cctype>
 #include <string>
 #include <string_view>
@@ -48,6 +49,21 @@ std::string KeyValueYaml(const ConfigKey& key, const DaemonConfig& c) {
           [&](const StringRule& r) { return YamlString(r.field.get(c)); },
           [&](const ChoiceRule& r) { return YamlString(r.get(c)); },
           [&](const ModelRowsRule&) { return std::string("[]"); },  // rows beyond built-ins
+          [&](const StringListRule& r) {
+            std::string out;
+            for (const std::string& item : r.field.get(c)) {
+              out += (out.empty() ? "[" : ", ") + YamlString(item);
+            }
+            return out.empty() ? std::string("[]") : out + "]";
+          },
+          [&](const ProxyRoutesRule& r) {
+            std::string out;
+            for (const ProxyRoute& route : r.field.get(c)) {
+              out += (out.empty() ? "[" : ", ") + std::string("{model: ") +
+                     YamlString(route.model) + ", provider: " + YamlString(route.provider) + "}";
+            }
+            return out.empty() ? std::string("[]") : out + "]";
+          },
       },
       key.rule);
 }
@@ -101,6 +117,33 @@ std::string Header() {
          "\n";
 }
 
+// The first component of a group path ("proxy" of "proxy.upstreams"; "" for "").
+std::string_view TopGroup(std::string_view group) { return group.substr(0, group.find('.')); }
+
+// The indentation of a key or group line inside `group`: two spaces per level.
+std::string Indent(std::string_view group) {
+  if (group.empty()) return "  ";
+  return std::string(2 * (2 + std::count(group.begin(), group.end(), '.')), ' ');
+}
+
+// Writes the lines of the groups that hold `group` ("proxy", then "proxy.upstreams") and
+// are not already open in `open` (the previous key's group).
+void OpenGroups(std::string* out, std::string_view open, std::string_view group) {
+  for (size_t end = group.find('.');; end = group.find('.', end + 1)) {
+    const std::string_view prefix = group.substr(0, end);
+    const bool already =
+        open.starts_with(prefix) && (open.size() == prefix.size() || open[prefix.size()] == '.');
+    if (!already) {
+      const size_t dot = prefix.rfind('.');
+      const std::string_view parent = dot == std::string_view::npos ? "" : prefix.substr(0, dot);
+      const ConfigGroup* g = FindContextGroup(prefix);
+      AppendLine(out, Indent(parent) + std::string(prefix.substr(dot + 1)) + ":",
+                 g != nullptr ? g->doc : "");
+    }
+    if (end == std::string_view::npos) return;
+  }
+}
+
 }  // namespace
 
 std::string DefaultConfigYaml() {
@@ -109,19 +152,18 @@ std::string DefaultConfigYaml() {
   std::string_view group;  // of the previous key; "" = directly under context
   bool first = true;
   for (const ConfigKey& key : ContextKeys()) {
-    const size_t dot = key.path.find('.');
+    const size_t dot = key.path.rfind('.');
     const std::string_view key_group = dot == std::string_view::npos ? "" : key.path.substr(0, dot);
     const std::string_view leaf = key.path.substr(dot == std::string_view::npos ? 0 : dot + 1);
     if (key_group != group || first) {
-      if (!first) out += "\n";
-      if (!key_group.empty()) {
-        const ConfigGroup* g = FindContextGroup(key_group);
-        AppendLine(&out, "  " + std::string(key_group) + ":", g != nullptr ? g->doc : "");
-      }
+      // A blank line between top-level groups; nested groups follow their parent's keys.
+      const bool same_top = !first && TopGroup(key_group) == TopGroup(group) && !group.empty();
+      if (!first && !same_top) out += "\n";
+      if (!key_group.empty()) OpenGroups(&out, same_top ? group : "", key_group);
       group = key_group;
       first = false;
     }
-    const std::string indent = key_group.empty() ? "  " : "    ";
+    const std::string indent = Indent(key_group);
     for (std::string_view note = key.note; !note.empty();) {
       const size_t eol = note.find('\n');
       out += indent + "# " + std::string(note.substr(0, eol)) + "\n";

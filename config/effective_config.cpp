@@ -38,6 +38,18 @@ json::value KeyJson(const ConfigKey& key, const DaemonConfig& c) {
           },
           [&](const ChoiceRule& r) -> json::value { return json::string(r.get(c)); },
           [&](const ModelRowsRule& r) { return ModelRowsJson(r.field.get(c)); },
+          [&](const StringListRule& r) -> json::value {
+            json::array items;
+            for (const std::string& item : r.field.get(c)) items.emplace_back(item);
+            return items;
+          },
+          [&](const ProxyRoutesRule& r) -> json::value {
+            json::array routes;
+            for (const ProxyRoute& route : r.field.get(c)) {
+              routes.push_back(json::object{{"model", route.model}, {"provider", route.provider}});
+            }
+            return routes;
+          },
       },
       key.rule);
 }

@@ -5,6 +5,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "config/paths.h"
+#include "core/listen_address.h"
+
 namespace missy {
 namespace {
 
@@ -51,6 +54,33 @@ const ChoiceRule kSummarizerBackendRule{
     kSummarizerBackends,
     [](const DaemonConfig& c) -> std::string_view { return c.summarizer_backend.backend; },
     [](DaemonConfig& c, std::string_view v) { c.summarizer_backend.backend = std::string(v); }};
+
+// context.proxy.upstreams.*: an http(s) URL with a host, nothing blank in it.
+Status CheckHttpUrl(std::string_view url) {
+  const size_t scheme = url.starts_with("https://") ? 8 : url.starts_with("http://") ? 7 : 0;
+  if (scheme == 0 || scheme == url.size() || url[scheme] == '/' ||
+      url.find_first_of(" \t\r\n") != std::string_view::npos) {
+    return Status::InvalidArgument("expected an http:// or https:// URL without spaces, got '" +
+                                   std::string(url) + "'");
+  }
+  return Status::Ok();
+}
+
+// One context.proxy.listen entry: ParseListenAddress's canonical form; a unix: path is
+// resolved like a path key ("~", "~/x", relative to missy_home).
+Result<std::string> ListenEntry(std::string_view text, const std::string& missy_home) {
+  Result<ListenAddress> address = ParseListenAddress(text);
+  if (!address.ok()) return address.status();
+  if (address->kind != ListenAddress::Kind::kUnix) return address->ToString();
+  const std::string& path = address->path;
+  if (path.starts_with("~") && path != "~" && !path.starts_with("~/")) {
+    return Status::InvalidArgument("'~user' paths are not supported, got '" + std::string(text) +
+                                   "'");
+  }
+  Result<std::string> resolved = ResolveConfigPath(path, missy_home, "");
+  if (!resolved.ok()) return resolved.status();
+  return "unix:" + *resolved;
+}
 
 using D = DaemonConfig;
 
@@ -177,6 +207,32 @@ const ConfigKey kKeys[] = {
     {"broker.jobs_in_flight", "summarization jobs run at once when jobs go to workers",
      IntRule{At<&D::broker, &BrokerConfig::jobs_in_flight>(), 1}},
 
+    {"proxy.enabled", "serve the Anthropic and OpenAI APIs on `listen` for agents",
+     BoolRule{At<&D::proxy, &ProxyConfig::enabled>()},
+     "Off by default; read at start (restart to change). `missyctl proxy` prints the lines\n"
+     "that point an agent at it, `missyctl run` runs one with them (docs/PROXY.md)."},
+    {"proxy.listen", "loopback address(es) to listen on: one, or a list",
+     StringListRule{At<&D::proxy, &ProxyConfig::listen>(), ListenEntry,
+                    "127.0.0.1:PORT | [::1]:PORT | localhost:PORT | unix:PATH"},
+     "127.0.0.1:PORT, \"[::1]:PORT\" (quoted), localhost:PORT or unix:PATH; never an address\n"
+     "another machine can reach: requests carry your API keys."},
+    {"proxy.token_file", "file holding the token every proxy request must carry (\"\" = none)",
+     PathRule{At<&D::proxy, &ProxyConfig::token_file>(), /*may_be_empty=*/true}},
+    {"proxy.timeout_ms", "longest time of one upstream call, streamed answer included",
+     IntRule{At<&D::proxy, &ProxyConfig::timeout_ms>(), 1000}},
+    {"proxy.max_body_bytes", "largest request body the proxy accepts (413 above)",
+     IntRule{At<&D::proxy, &ProxyConfig::max_body_bytes>(), 4096}},
+    {"proxy.routes", "requests for a matching model go to providers.<name> instead",
+     ProxyRoutesRule{At<&D::proxy, &ProxyConfig::routes>()},
+     "model is a glob (* any run, ? one character); the first matching row wins. For example:\n"
+     "- {model: \"llama*\", provider: ollama}"},
+    {"proxy.upstreams.anthropic", "where Anthropic Messages requests go",
+     StringRule{At<&D::proxy, &ProxyConfig::anthropic_upstream>(), /*secret=*/false, CheckHttpUrl,
+                "http:// or https:// URL"}},
+    {"proxy.upstreams.openai", "where OpenAI Chat Completions and Responses requests go",
+     StringRule{At<&D::proxy, &ProxyConfig::openai_upstream>(), /*secret=*/false, CheckHttpUrl,
+                "http:// or https:// URL"}},
+
     {"models", "rows added to or replacing the built-in model table",
      ModelRowsRule{At<&D::models>()},
      "Built-ins cover OpenAI, Claude, Gemini, Llama, Qwen and Mistral. pattern: exact name,\n"
@@ -194,6 +250,8 @@ const ConfigGroup kGroups[] = {
     {"limits", "resource limits"},
     {"audit", "audit log retention and mirror file"},
     {"broker", "NATS JetStream bridge (audit events, summarization jobs for workers)"},
+    {"proxy", "the proxy mode: missyd as an agent's ANTHROPIC_BASE_URL / OPENAI_BASE_URL"},
+    {"proxy.upstreams", "where requests go when no route matches"},
 };
 
 }  // namespace
@@ -247,6 +305,14 @@ Status CheckCrossFieldRules(const DaemonConfig& config) {
   if (config.broker.jobs && config.broker.url.empty()) {
     return Status::InvalidArgument("summarization jobs over the broker need broker.url",
                                    "broker.jobs");
+  }
+  // A proxy route names a provider that exists.
+  for (size_t i = 0; i < config.proxy.routes.size(); ++i) {
+    const std::string& name = config.proxy.routes[i].provider;
+    if (!config.providers.contains(name)) {
+      return Status::InvalidArgument("the route's provider '" + name + "' is not among providers",
+                                     "proxy.routes[" + std::to_string(i) + "].provider");
+    }
   }
   // The llm backend needs a provider it can call.
   const SummarizerBackendConfig& sb = config.summarizer_backend;

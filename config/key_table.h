@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "config/config.h"
 #include "core/model_table.h"
@@ -54,10 +55,30 @@ struct PathRule {
   bool may_be_empty = false;
 };
 
-// Any string, kept as written ("" allowed: it means "not set").
+// Any string, kept as written ("" allowed: it means "not set"), unless `check` is set:
+// then only the strings it accepts ("" included only if it says so), and `accepts` says
+// which in words. check's message is the reason; the key path is prepended to it.
 struct StringRule {
   Field<std::string> field;
   bool secret = false;  // shown as "***" (when set) by /v1/config, never logged
+  Status (*check)(std::string_view value) = nullptr;
+  std::string_view accepts = {};  // with check: "http:// or https:// URL"
+};
+
+// A non-empty list of distinct strings; a single string is a list of one. `item` checks
+// one entry and returns it as stored (canonical form, paths resolved against missy_home);
+// its message is the reason, the entry's path ("context.proxy.listen[1]") is prepended.
+// The default file and /v1/config show the list as a flow sequence / array.
+struct StringListRule {
+  Field<std::vector<std::string>> field;
+  Result<std::string> (*item)(std::string_view text, const std::string& missy_home) = nullptr;
+  std::string_view accepts = {};  // one entry, in words: "127.0.0.1:PORT | [::1]:PORT | ..."
+};
+
+// A list of proxy routes {model, provider}, both non-empty strings (that the provider is
+// among `providers` is a cross-key rule). The key's value in a default file is [].
+struct ProxyRoutesRule {
+  Field<std::vector<ProxyRoute>> field;
 };
 
 // One of `choices`, a string. set() is only ever called with one of them.
@@ -74,8 +95,8 @@ struct ModelRowsRule {
   Field<ModelTable> field;
 };
 
-using KeyRule =
-    std::variant<IntRule, NumberRule, BoolRule, PathRule, StringRule, ChoiceRule, ModelRowsRule>;
+using KeyRule = std::variant<IntRule, NumberRule, BoolRule, PathRule, StringRule, ChoiceRule,
+                             ModelRowsRule, StringListRule, ProxyRoutesRule>;
 
 // One lambda per rule type for std::visit over a KeyRule:
 // std::visit(RuleVisitor{[](const IntRule&) {...}, ...}, key.rule).
@@ -94,13 +115,14 @@ struct ConfigKey {
 };
 
 // A mapping of keys: the group "budget" holds the rows whose path starts with "budget.".
+// Groups may nest: "proxy.upstreams" is a group inside "proxy".
 struct ConfigGroup {
   std::string_view path;
   std::string_view doc;  // one line: the group's comment in the default file
 };
 
-// Every key of the context section, in the default file's order (a group's keys are
-// contiguous). Groups are one level deep.
+// Every key of the context section, in the default file's order (a group's keys, those
+// of its subgroups included, are contiguous; a subgroup's keys come after its group's own).
 std::span<const ConfigKey> ContextKeys();
 std::span<const ConfigGroup> ContextGroups();
 
@@ -113,12 +135,14 @@ std::string ContextKeyPath(std::string_view path);
 
 // The rules between keys, checked once every key is read (reserves within total,
 // memory + learnings fractions within 1, calibration bounds, the llm summarizer backend's
-// provider among `providers` with a model): Ok, or InvalidArgument
+// provider among `providers` with a model, each proxy route's provider among `providers`,
+// field "proxy.routes[2].provider"): Ok, or InvalidArgument
 // whose message is the reason and whose field() is the key to blame, below `context:`
 // ("budget.system_reserve").
 Status CheckCrossFieldRules(const DaemonConfig& config);
 
-// The key's value in `config`, as YAML ("20800", "0.8", "\"\"", "[]" for model rows).
+// The key's value in `config`, as YAML ("20800", "0.8", "\"\"", "[]" for model rows,
+// "[\"127.0.0.1:8788\"]" for a string list, "[{model: \"llama*\", provider: ollama}]").
 std::string KeyValueYaml(const ConfigKey& key, const DaemonConfig& config);
 
 // What the key accepts, in words: "integer, at least 16", "true | false",

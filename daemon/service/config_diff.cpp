@@ -24,6 +24,8 @@ bool SameKeyValue(const ConfigKey& key, const DaemonConfig& a, const DaemonConfi
           [&](const StringRule& r) { return r.field.get(a) == r.field.get(b); },
           [&](const ChoiceRule& r) { return r.get(a) == r.get(b); },
           [&](const ModelRowsRule& r) { return r.field.get(a).rows() == r.field.get(b).rows(); },
+          [&](const StringListRule& r) { return r.field.get(a) == r.field.get(b); },
+          [&](const ProxyRoutesRule& r) { return r.field.get(a) == r.field.get(b); },
       },
       key.rule);
 }
@@ -37,6 +39,8 @@ void CopyKeyValue(const ConfigKey& key, const DaemonConfig& from, DaemonConfig& 
                  [&](const StringRule& r) { r.field.ref(to) = r.field.get(from); },
                  [&](const ChoiceRule& r) { r.set(to, r.get(from)); },
                  [&](const ModelRowsRule& r) { r.field.ref(to) = r.field.get(from); },
+                 [&](const StringListRule& r) { r.field.ref(to) = r.field.get(from); },
+                 [&](const ProxyRoutesRule& r) { r.field.ref(to) = r.field.get(from); },
              },
              key.rule);
 }

@@ -81,6 +81,14 @@ inline void ExpectDefaults(const DaemonConfig& c) {
   EXPECT_EQ(c.broker.job_ack_wait_ms, 30000);
   EXPECT_EQ(c.broker.job_max_deliver, 3);
   EXPECT_EQ(c.broker.jobs_in_flight, 8);
+  EXPECT_FALSE(c.proxy.enabled);
+  EXPECT_EQ(c.proxy.listen, std::vector<std::string>{"127.0.0.1:8788"});
+  EXPECT_EQ(c.proxy.token_file, "");
+  EXPECT_EQ(c.proxy.anthropic_upstream, "https://api.anthropic.com");
+  EXPECT_EQ(c.proxy.openai_upstream, "https://api.openai.com/v1");
+  EXPECT_EQ(c.proxy.timeout_ms, 600000);
+  EXPECT_EQ(c.proxy.max_body_bytes, 256 << 20);
+  EXPECT_TRUE(c.proxy.routes.empty());
   EXPECT_DOUBLE_EQ(c.context.threshold_pct, 0.75);
   EXPECT_EQ(c.context.message_threshold, 200);
   EXPECT_EQ(c.context.tool_output_max_tokens, 2500);
@@ -179,6 +187,18 @@ inline std::vector<std::pair<std::string, std::string>> Members(const DaemonConf
   add("broker.job_ack_wait_ms", c.broker.job_ack_wait_ms);
   add("broker.job_max_deliver", c.broker.job_max_deliver);
   add("broker.jobs_in_flight", c.broker.jobs_in_flight);
+  add("proxy.enabled", c.proxy.enabled);
+  std::string listen;
+  for (const std::string& l : c.proxy.listen) listen += l + ';';
+  add("proxy.listen", listen);
+  add("proxy.token_file", c.proxy.token_file);
+  add("proxy.anthropic_upstream", c.proxy.anthropic_upstream);
+  add("proxy.openai_upstream", c.proxy.openai_upstream);
+  add("proxy.timeout_ms", c.proxy.timeout_ms);
+  add("proxy.max_body_bytes", c.proxy.max_body_bytes);
+  std::string routes;
+  for (const ProxyRoute& r : c.proxy.routes) routes += r.model + '|' + r.provider + ';';
+  add("proxy.routes", routes);
   std::ostringstream models;
   models << std::setprecision(17);
   for (const ModelSpec& m : c.models.rows()) {

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -21,18 +22,20 @@ using ::missy::testing::kHome;
 using ::missy::testing::ParseOrDie;
 using ::missy::testing::ResolvedDefaults;
 
-// The line of the default file that sets the context key `path` ("budget.total"), found
-// under its group's line; "" when absent.
+// The line of the default file that sets the context key `path` ("budget.total",
+// "proxy.upstreams.openai"), found under its groups' lines, each indented two more spaces;
+// "" when absent.
 std::string KeyLine(const std::string& yaml, std::string_view path) {
   size_t from = yaml.find("\ncontext:\n");
   if (from == std::string::npos) return "";
-  std::string needle = "\n  " + std::string(path) + ": ";
-  if (const size_t dot = path.find('.'); dot != std::string_view::npos) {
-    from = yaml.find("\n  " + std::string(path.substr(0, dot)) + ":", from);
+  std::string indent = "\n  ";
+  for (size_t dot = path.find('.'); dot != std::string_view::npos; dot = path.find('.')) {
+    from = yaml.find(indent + std::string(path.substr(0, dot)) + ":", from);
     if (from == std::string::npos) return "";
-    needle = "\n    " + std::string(path.substr(dot + 1)) + ": ";
+    indent += "  ";
+    path.remove_prefix(dot + 1);
   }
-  const size_t at = yaml.find(needle, from);
+  const size_t at = yaml.find(indent + std::string(path) + ": ", from);
   if (at == std::string::npos) return "";
   return yaml.substr(at + 1, yaml.find('\n', at + 1) - at - 1);
 }
@@ -125,12 +128,19 @@ TEST(DefaultConfigYamlTest, EveryTableKeyHasItsDocAndDefaultValue) {
             const std::string& v = rule.field.get(defaults);
             EXPECT_EQ(value, v.empty() ? std::string("\"\"") : v);
           } else if constexpr (std::is_same_v<Rule, StringRule>) {
-            const std::string& v = rule.field.get(defaults);
-            EXPECT_EQ(value, v.empty() ? std::string("\"\"") : v);
+            const std::string& v = rule.field.get(defaults);  // a URL is double-quoted
+            const bool quoted = value.size() >= 2 && value.front() == '"' && value.back() == '"';
+            EXPECT_EQ(quoted ? value.substr(1, value.size() - 2) : value, v);
           } else if constexpr (std::is_same_v<Rule, ChoiceRule>) {
             EXPECT_EQ(value, rule.get(defaults));
+          } else if constexpr (std::is_same_v<Rule, StringListRule>) {
+            std::string list;
+            for (const std::string& item : rule.field.get(defaults)) {
+              list += (list.empty() ? "[\"" : ", \"") + item + "\"";
+            }
+            EXPECT_EQ(value, list + "]");
           } else {
-            EXPECT_EQ(value, "[]");  // the rows beyond the built-in ones
+            EXPECT_EQ(value, "[]");  // the model rows beyond the built-in ones; no routes
           }
         },
         key.rule);
@@ -165,7 +175,15 @@ TEST(DefaultConfigYamlTest, EveryGroupLineCarriesItsDoc) {
   const std::string yaml = DefaultConfigYaml();
   for (const ConfigGroup& group : ContextGroups()) {
     SCOPED_TRACE(std::string(group.path));
-    const size_t at = yaml.find("\n  " + std::string(group.path) + ":");
+    const size_t dot = group.path.rfind('.');  // a nested group: under its parent's line
+    const std::string indent(2 + 2 * std::count(group.path.begin(), group.path.end(), '.'), ' ');
+    const size_t parent =
+        dot == std::string_view::npos
+            ? 0
+            : yaml.find("\n" + indent.substr(2) + std::string(group.path.substr(0, dot)) + ":");
+    ASSERT_NE(parent, std::string::npos);
+    const size_t at =
+        yaml.find("\n" + indent + std::string(group.path.substr(dot + 1)) + ":", parent);
     ASSERT_NE(at, std::string::npos);
     const std::string line = yaml.substr(at + 1, yaml.find('\n', at + 1) - at - 1);
     EXPECT_NE(line.find("# " + std::string(group.doc)), std::string::npos) << line;

@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <variant>
+#include <vector>
 
 #include "config/config.h"
 #include "config/key_table.h"
@@ -46,11 +48,13 @@ const json::value* At(const json::value& context, std::string_view path) {
 void ExpectEveryKeyWithItsValue(const DaemonConfig& c) {
   const json::value root = json::parse(EffectiveConfigJson(c));
   const json::value& context = root.at("context");
-  size_t leaves = 0;
-  for (const auto& [name, value] : context.as_object()) {
-    leaves += value.is_object() ? value.as_object().size() : 1;
-  }
-  EXPECT_EQ(leaves, ContextKeys().size()) << context;  // nothing but the table's keys
+  const std::function<size_t(const json::value&)> leaves = [&](const json::value& v) {
+    if (!v.is_object()) return size_t{1};
+    size_t n = 0;
+    for (const auto& [name, child] : v.as_object()) n += leaves(child);
+    return n;
+  };
+  EXPECT_EQ(leaves(context), ContextKeys().size()) << context;  // nothing but the table's keys
   for (const ConfigKey& key : ContextKeys()) {
     SCOPED_TRACE(std::string(key.path));
     const json::value* v = At(context, key.path);
@@ -70,6 +74,19 @@ void ExpectEveryKeyWithItsValue(const DaemonConfig& c) {
             EXPECT_EQ(v->as_string(), rule.field.get(c));
           } else if constexpr (std::is_same_v<Rule, ChoiceRule>) {
             EXPECT_EQ(v->as_string(), rule.get(c));
+          } else if constexpr (std::is_same_v<Rule, StringListRule>) {
+            const std::vector<std::string>& items = rule.field.get(c);
+            ASSERT_EQ(v->as_array().size(), items.size());
+            for (size_t i = 0; i < items.size(); ++i) {
+              EXPECT_EQ(v->as_array()[i].as_string(), items[i]);
+            }
+          } else if constexpr (std::is_same_v<Rule, ProxyRoutesRule>) {
+            const std::vector<ProxyRoute>& routes = rule.field.get(c);
+            ASSERT_EQ(v->as_array().size(), routes.size());
+            for (size_t i = 0; i < routes.size(); ++i) {
+              EXPECT_EQ(v->as_array()[i].at("model").as_string(), routes[i].model);
+              EXPECT_EQ(v->as_array()[i].at("provider").as_string(), routes[i].provider);
+            }
           } else {
             ASSERT_EQ(v->as_array().size(), rule.field.get(c).rows().size());
             const json::value& last = v->as_array().back();
@@ -97,6 +114,13 @@ context:
   calibration: {alpha: 0.5}
   limits: {memory_mb: 512}
   models: [{pattern: zz-json, context_window: 9000, max_output_tokens: 900, factor: 1.5}]
+  proxy:
+    enabled: true
+    listen: [127.0.0.1:9001, "[::1]:9001"]
+    routes: [{model: "llama*", provider: local}]
+    upstreams: {openai: "http://127.0.0.1:9/v1"}
+providers:
+  local: {model: llama3.1:8b}
 )"));
 }
 

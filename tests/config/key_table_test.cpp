@@ -83,6 +83,14 @@ const std::map<std::string, std::string>& ExpectedMembers() {
       {"broker.job_ack_wait_ms", "broker.job_ack_wait_ms"},
       {"broker.job_max_deliver", "broker.job_max_deliver"},
       {"broker.jobs_in_flight", "broker.jobs_in_flight"},
+      {"proxy.enabled", "proxy.enabled"},
+      {"proxy.listen", "proxy.listen"},
+      {"proxy.token_file", "proxy.token_file"},
+      {"proxy.timeout_ms", "proxy.timeout_ms"},
+      {"proxy.max_body_bytes", "proxy.max_body_bytes"},
+      {"proxy.routes", "proxy.routes"},
+      {"proxy.upstreams.anthropic", "proxy.anthropic_upstream"},
+      {"proxy.upstreams.openai", "proxy.openai_upstream"},
       {"models", "models"},
   };
   return *members;
@@ -94,12 +102,17 @@ std::string Number(double v) {
   return ss.str();
 }
 
-// The YAML document that sets only `path` ("budget.total") to `value`.
+// The YAML document that sets only `path` ("budget.total", "proxy.upstreams.openai") to
+// `value`.
 std::string SetKeyYaml(std::string_view path, const std::string& value) {
-  const size_t dot = path.find('.');
-  if (dot == std::string_view::npos) return "context:\n  " + std::string(path) + ": " + value;
-  return "context:\n  " + std::string(path.substr(0, dot)) + ":\n    " +
-         std::string(path.substr(dot + 1)) + ": " + value;
+  std::string yaml = "context:";
+  std::string indent = "\n  ";
+  for (size_t dot = path.find('.'); dot != std::string_view::npos; dot = path.find('.')) {
+    yaml += indent + std::string(path.substr(0, dot)) + ":";
+    indent += "  ";
+    path.remove_prefix(dot + 1);
+  }
+  return yaml + indent + std::string(path) + ": " + value;
 }
 
 TEST(KeyTableTest, EveryKeyHasAnExpectedMemberAndViceVersa) {
@@ -157,7 +170,21 @@ TEST(KeyTableTest, EachKeySetsExactlyItsMember) {
             ASSERT_FALSE(v.empty());
             yaml_value = std::string(v);
             check = [rule, v](const DaemonConfig& c) { EXPECT_EQ(rule.get(c), v); };
+          } else if constexpr (std::is_same_v<Rule, StringListRule>) {
+            ASSERT_EQ(key.path, "proxy.listen") << "a new list key: give it a value here";
+            yaml_value = "[localhost:9, \"unix:x.sock\"]";
+            check = [rule](const DaemonConfig& c) {
+              EXPECT_EQ(rule.field.get(c),
+                        (std::vector<std::string>{"127.0.0.1:9",
+                                                  "unix:" + std::string(kHome) + "/x.sock"}));
+            };
+          } else if constexpr (std::is_same_v<Rule, ProxyRoutesRule>) {
+            yaml_value = "[{model: \"zz*\", provider: p}]";
+            check = [rule](const DaemonConfig& c) {
+              EXPECT_EQ(rule.field.get(c), (std::vector<ProxyRoute>{{"zz*", "p"}}));
+            };
           } else {
+            static_assert(std::is_same_v<Rule, ModelRowsRule>);
             yaml_value = "[{pattern: zz-key-table, context_window: 1000, max_output_tokens: 10}]";
             check = [rule](const DaemonConfig& c) {
               const ModelTable& t = rule.field.get(c);
@@ -174,6 +201,10 @@ TEST(KeyTableTest, EachKeySetsExactlyItsMember) {
     if (key.path == "summarizer.backend") {
       prerequisites = "default_provider: p\nproviders:\n  p: {model: m}\n";
       base.default_provider = "p";
+      base.providers["p"].model = "m";
+    }
+    if (key.path == "proxy.routes") {  // a route's provider must exist
+      prerequisites = "providers:\n  p: {model: m}\n";
       base.providers["p"].model = "m";
     }
     if (key.path == "broker.jobs") {  // jobs need a broker: without a url, refused by name
@@ -194,25 +225,34 @@ TEST(KeyTableTest, EachKeySetsExactlyItsMember) {
   }
 }
 
+// Groups nest ("proxy.upstreams" inside "proxy"): every group holding a key is documented,
+// a group's keys (its subgroups' included) are contiguous, and a subgroup's keys come
+// after its group's own.
 TEST(KeyTableTest, GroupsAreContiguousAndDocumented) {
-  std::set<std::string_view> closed;  // groups whose keys have ended
-  std::string_view current;
+  std::set<std::string_view> closed;   // groups whose keys have ended
+  std::set<std::string_view> current;  // groups holding the previous key
+  std::string_view previous_group;
   std::set<std::string_view> used;
   for (const ConfigKey& key : ContextKeys()) {
-    const size_t dot = key.path.find('.');
-    const std::string_view group = dot == std::string_view::npos ? "" : key.path.substr(0, dot);
-    EXPECT_EQ(key.path.find('.', dot == std::string_view::npos ? 0 : dot + 1),
-              std::string_view::npos)
-        << key.path << ": groups are one level deep";
-    if (group != current) {
-      if (!current.empty()) closed.insert(current);
-      EXPECT_FALSE(closed.contains(group)) << key.path << ": group split in two";
-      current = group;
+    std::set<std::string_view> holding;
+    for (size_t dot = key.path.find('.'); dot != std::string_view::npos;
+         dot = key.path.find('.', dot + 1)) {
+      holding.insert(key.path.substr(0, dot));
     }
-    if (!group.empty()) {
-      used.insert(group);
-      EXPECT_NE(FindContextGroup(group), nullptr) << key.path;
+    for (std::string_view g : current) {
+      if (!holding.contains(g)) closed.insert(g);
     }
+    for (std::string_view g : holding) {
+      EXPECT_FALSE(closed.contains(g)) << key.path << ": group " << g << " split in two";
+      EXPECT_NE(FindContextGroup(g), nullptr) << key.path << ": group " << g;
+      used.insert(g);
+    }
+    const size_t last = key.path.rfind('.');
+    const std::string_view group = last == std::string_view::npos ? "" : key.path.substr(0, last);
+    EXPECT_FALSE(previous_group.starts_with(std::string(group) + ".") && !group.empty())
+        << key.path << ": after a key of its subgroup " << previous_group;
+    previous_group = group;
+    current = std::move(holding);
     EXPECT_EQ(FindContextKey(key.path), &key);
   }
   for (const ConfigGroup& g : ContextGroups()) {
@@ -279,6 +319,19 @@ TEST(KeyTableTest, SummarizerBackendKeysParseAndAreChecked) {
       "context:\n  summarizer: {backend: llm, provider: local}\n");
   EXPECT_EQ(c.summarizer_backend.backend, "llm");
   EXPECT_EQ(c.summarizer_backend.provider, "local");
+}
+
+// Each proxy route names an existing provider; the error names the row.
+TEST(KeyTableTest, ProxyRoutesNeedAnExistingProvider) {
+  DaemonConfig c;
+  c.proxy.routes = {{"gpt*", "openai"}, {"llama*", "ollama"}};
+  c.providers["openai"].model = "gpt-4o";
+  Status s = CheckCrossFieldRules(c);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.field(), "proxy.routes[1].provider");
+  EXPECT_EQ(s.message(), "the route's provider 'ollama' is not among providers");
+  c.providers["ollama"];
+  EXPECT_TRUE(CheckCrossFieldRules(c).ok());
 }
 
 TEST(KeyTableTest, NumbersAndRangesInWords) {
