@@ -3,6 +3,7 @@
 // io_context that is only forward-declared.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -48,6 +49,14 @@ struct BacklogPage {
   std::string error;
 };
 
+// What the HTTP sessions of one listener share: whom they call, with which limits.
+struct HttpEndpoint {
+  HttpHandler handler;
+  std::string listener;  // HttpRequest::listener: "api", "127.0.0.1:8788", "unix:/p"
+  size_t body_limit = 0;
+  std::chrono::milliseconds read_timeout{0};  // also bounds each response write
+};
+
 // An accepted connection the server tracks until it reports itself closed.
 class Connection {
  public:
@@ -72,7 +81,6 @@ class ServerContext {
   virtual ~ServerContext() = default;
   virtual const NetOptions& options() const = 0;
   virtual bool stopping() const = 0;
-  virtual const HttpHandler& handler() const = 0;
   virtual const std::shared_ptr<LoopGate>& gate() const = 0;
   virtual bool has_backlog() const = 0;
   // Calls the BacklogProvider for one page on the backlog thread, then `done` there.
@@ -82,10 +90,16 @@ class ServerContext {
   virtual void ConnectionClosed(Connection* connection) = 0;
 };
 
-// Both take ownership of the connected descriptor `fd`; each connection gets its own
-// strand of `io`. Call Start() on the result.
+// Both take ownership of the connected descriptor `fd` (a Unix or TCP stream socket);
+// each connection gets its own strand of `io`. Call Start() on the result; null when `fd`
+// cannot be used (it is closed then).
+// A session with `refuse_peer` reads one request's header, answers it 403 (the JSON
+// permission_error of the proxy, Connection: close) without calling the handler, and
+// closes after a lingering close; it waits at most 5 s for that header.
 std::shared_ptr<Connection> MakeHttpSession(boost::asio::io_context& io, ServerContext* server,
-                                            int fd, PeerCred peer);
+                                            int fd, PeerCred peer,
+                                            std::shared_ptr<const HttpEndpoint> endpoint,
+                                            bool refuse_peer = false);
 std::shared_ptr<BroadcastSubscriber> MakeSubscriber(boost::asio::io_context& io,
                                                     ServerContext* server, int fd);
 

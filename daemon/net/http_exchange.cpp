@@ -7,7 +7,8 @@
 #include <boost/json/serialize.hpp>
 #include <utility>
 
-namespace missy::net {
+namespace missy {
+namespace net {
 
 std::string JsonError(std::string_view code, std::string_view message) {
   boost::json::object err;
@@ -162,6 +163,11 @@ void Exchange::SendIfUnanswered(HttpResponse response) {
 }
 
 std::shared_ptr<BodyStream> Exchange::Stream(int status, std::string content_type) {
+  return Stream(status, std::move(content_type), {});
+}
+
+std::shared_ptr<BodyStream> Exchange::Stream(int status, std::string content_type,
+                                             HttpHeaderList headers) {
   auto state = std::make_shared<StreamState>(stream_limit_);
   if (answered_.exchange(true)) {
     spdlog::warn("handler for {} answered twice; the stream is ignored", what_);
@@ -169,10 +175,21 @@ std::shared_ptr<BodyStream> Exchange::Stream(int status, std::string content_typ
     return std::make_shared<BodyStreamImpl>(std::weak_ptr<ExchangeTarget>(), nullptr, state);
   }
   bool delivered = WithTarget(gate_, target_, [&](ExchangeTarget& t) {
-    t.BeginStream(request_id_, state, status, std::move(content_type));
+    t.BeginStream(request_id_, state, status, std::move(content_type), std::move(headers));
   });
   if (!delivered) state->MarkDead();
   return std::make_shared<BodyStreamImpl>(target_, gate_, std::move(state));
 }
 
-}  // namespace missy::net
+}  // namespace net
+
+std::shared_ptr<BodyStream> HttpExchange::Stream(int status, std::string content_type,
+                                                 HttpHeaderList headers) {
+  if (!headers.empty()) {
+    spdlog::warn("this exchange does not forward stream headers; {} header(s) dropped",
+                 headers.size());
+  }
+  return Stream(status, std::move(content_type));
+}
+
+}  // namespace missy

@@ -65,7 +65,7 @@ class ExchangeTarget {
   virtual ~ExchangeTarget() = default;
   virtual void Answer(uint64_t request_id, HttpResponse response) = 0;
   virtual void BeginStream(uint64_t request_id, std::shared_ptr<StreamState> state, int status,
-                           std::string content_type) = 0;
+                           std::string content_type, HttpHeaderList headers) = 0;
   // Chunks were queued, End() was called or the stream was cut.
   virtual void StreamActivity(std::shared_ptr<StreamState> state) = 0;
 };
@@ -80,6 +80,8 @@ class Exchange final : public HttpExchange {
 
   void Send(HttpResponse response) override;
   std::shared_ptr<BodyStream> Stream(int status, std::string content_type) override;
+  std::shared_ptr<BodyStream> Stream(int status, std::string content_type,
+                                     HttpHeaderList headers) override;
   // Sends `response` unless the exchange was answered already (quietly).
   void SendIfUnanswered(HttpResponse response);
 

@@ -1,25 +1,29 @@
 // One HTTP/1.1 connection on its own strand (Beast's session pattern, bmcweb's AsyncResp
-// for answers). See server.h for the contract.
+// for answers), over a Unix or a TCP socket (a generic stream socket serves both). See
+// server.h for the contract.
 //
 // A request is read, handed to the handler with an Exchange, and nothing more is read
 // until the answer (a response, or a stream up to its last chunk) has been written. The
 // exchange reaches back through ExchangeTarget, whose methods post to the strand.
 //
 // Lingering close: a client that writes its whole request before reading (Python's
-// http.client, requests) would get EPIPE or ECONNRESET instead of our 413 if we closed
-// with its body still arriving. So after the 413 is written the connection shuts its
-// sending side (the client sees the answer, then EOF) and reads and discards the rest of
-// the request: the declared Content-Length, or until the client closes, at most
-// kLingerBytes and for at most kLingerTime (or the read timeout, if shorter).
+// http.client, requests) would get EPIPE or ECONNRESET instead of our 413 (or the 403
+// of a refused proxy peer) if we closed with its body still arriving. So after the answer
+// is written the connection shuts its sending side (the client sees the answer, then
+// EOF) and reads and discards the rest of the request: the declared Content-Length, or
+// until the client closes, at most kLingerBytes and for at most kLingerTime (or the read
+// timeout, if shorter).
 #include <errno.h>
+#include <netinet/in.h>
 #include <spdlog/spdlog.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
@@ -39,12 +43,14 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "daemon/metrics/net_stats.h"
 #include "daemon/net/connection.h"
 #include "daemon/net/http_exchange.h"
+#include "daemon/net/response_headers.h"
 
 namespace missy::net {
 namespace {
@@ -52,13 +58,18 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
-using Local = asio::local::stream_protocol;
+using Generic = asio::generic::stream_protocol;
 using error_code = boost::system::error_code;
 
-constexpr size_t kStreamWriteBytes = 256 * 1024;        // one gathered write of a stream
-constexpr uint64_t kLingerBytes = uint64_t{64} << 20;   // discarded after a 413, at most
-constexpr std::chrono::milliseconds kLingerTime{5000};  // ... and for at most this long
-constexpr size_t kLingerReadBytes = 64 * 1024;          // one discarding read
+constexpr size_t kStreamWriteBytes = 256 * 1024;         // one gathered write of a stream
+constexpr uint64_t kLingerBytes = uint64_t{64} << 20;    // discarded after a 413, at most
+constexpr std::chrono::milliseconds kLingerTime{5000};   // ... and for at most this long
+constexpr size_t kLingerReadBytes = 64 * 1024;           // one discarding read
+constexpr std::chrono::milliseconds kRefusedWait{5000};  // for a refused peer's header
+
+constexpr std::string_view kProxyForbidden =
+    R"({"type":"error","error":{"type":"permission_error","message":)"
+    R"("missyd proxy: only the user running missyd may use this proxy"}})";
 
 std::string ChunkSizeLine(size_t size) {
   char buf[24];
@@ -70,8 +81,13 @@ class HttpSession final : public Connection,
                           public ExchangeTarget,
                           public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(ServerContext* server, Local::socket socket, PeerCred peer)
-      : server_(server), stream_(std::move(socket)), peer_(peer) {
+  HttpSession(ServerContext* server, Generic::socket socket, PeerCred peer,
+              std::shared_ptr<const HttpEndpoint> endpoint, bool refuse_peer)
+      : server_(server),
+        endpoint_(std::move(endpoint)),
+        stream_(std::move(socket)),
+        peer_(peer),
+        refuse_peer_(refuse_peer) {
     metrics::NetStats& stats = metrics::ProcessNetStats();
     ++stats.http_connections_open;
     ++stats.http_connections_total;
@@ -99,11 +115,12 @@ class HttpSession final : public Connection,
                });
   }
   void BeginStream(uint64_t request_id, std::shared_ptr<StreamState> state, int status,
-                   std::string content_type) override {
+                   std::string content_type, HttpHeaderList headers) override {
     asio::post(stream_.get_executor(),
                [self = shared_from_this(), request_id, state = std::move(state), status,
-                content_type = std::move(content_type)]() mutable {
-                 self->OnBeginStream(request_id, std::move(state), status, std::move(content_type));
+                content_type = std::move(content_type), headers = std::move(headers)]() mutable {
+                 self->OnBeginStream(request_id, std::move(state), status, std::move(content_type),
+                                     std::move(headers));
                });
   }
   void StreamActivity(std::shared_ptr<StreamState> state) override {
@@ -113,7 +130,7 @@ class HttpSession final : public Connection,
   }
 
  private:
-  using Stream = beast::basic_stream<Local, asio::any_io_executor, beast::unlimited_rate_policy>;
+  using Stream = beast::basic_stream<Generic, asio::any_io_executor, beast::unlimited_rate_policy>;
 
   // Reading a request.
   void WaitForRequest();
@@ -123,14 +140,17 @@ class HttpSession final : public Connection,
   void ReadBody();
   void OnRead(const error_code& ec);
   void OnReadError(const error_code& ec);
+  std::optional<uint64_t> DeclaredBodyLength() const;
+  void Refuse();
   void Handle();
 
   // Answering with one response.
   void OnAnswer(uint64_t request_id, HttpResponse response);
-  void Send(int status, std::string content_type, std::string body, bool keep_alive);
+  void Send(int status, std::string content_type, std::string body, bool keep_alive,
+            HttpHeaderList headers = {});
   void OnWrite(const error_code& ec, bool keep_alive);
 
-  // Lingering close after a 413 (see the top of the file).
+  // Lingering close after a 413 or a 403 (see the top of the file).
   void Linger();
   void LingerRead();
   void OnLingerRead(const error_code& ec, size_t n);
@@ -138,7 +158,7 @@ class HttpSession final : public Connection,
 
   // Answering with a stream.
   void OnBeginStream(uint64_t request_id, std::shared_ptr<StreamState> state, int status,
-                     std::string content_type);
+                     std::string content_type, HttpHeaderList headers);
   void FlushStream();
   void OnStreamWrite(const error_code& ec, size_t payload_bytes, bool last);
   void FinishStream();
@@ -148,16 +168,22 @@ class HttpSession final : public Connection,
 
   void Close();
 
+  // How long the current read may take: the listener's read timeout, at most
+  // kRefusedWait for a refused peer.
+  std::chrono::milliseconds ReadTimeout() const;
+
   ServerContext* server_;
+  std::shared_ptr<const HttpEndpoint> endpoint_;
   Stream stream_;
   PeerCred peer_;
+  const bool refuse_peer_;  // answer 403 to the first request, then close
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> response_;
   bool busy_ = false;  // a request has started arriving and is not answered yet
   bool closed_ = false;
 
-  // Lingering close: set when the answer being written is a 413.
+  // Lingering close: set when the answer being written is a 413 or a refusal.
   bool linger_ = false;
   std::optional<uint64_t> linger_declared_;  // the request's Content-Length, if it had one
   std::optional<uint64_t> linger_left_;      // of the declared body, still to discard
@@ -189,7 +215,7 @@ void HttpSession::WaitForRequest() {
   if (server_->stopping()) return Close();
   if (buffer_.size() > 0) return StartRequest();  // pipelined bytes already here
   // Idle keep-alive connections get the same timeout as a request.
-  stream_.expires_after(server_->options().read_timeout);
+  stream_.expires_after(ReadTimeout());
   stream_.async_read_some(
       buffer_.prepare(4096),
       [self = shared_from_this()](const error_code& ec, size_t n) { self->OnIdleRead(ec, n); });
@@ -204,11 +230,11 @@ void HttpSession::OnIdleRead(const error_code& ec, size_t n) {
 void HttpSession::StartRequest() {
   busy_ = true;
   parser_.emplace();
-  parser_->body_limit(server_->options().body_limit);
+  parser_->body_limit(endpoint_->body_limit);
   parser_->header_limit(static_cast<std::uint32_t>(std::min<size_t>(
       server_->options().header_limit, std::numeric_limits<std::uint32_t>::max())));
   // The whole request (headers and body) must arrive within one read timeout.
-  stream_.expires_after(server_->options().read_timeout);
+  stream_.expires_after(ReadTimeout());
   http::async_read_header(
       stream_, buffer_, *parser_,
       [self = shared_from_this()](const error_code& ec, size_t) { self->OnHeader(ec); });
@@ -216,6 +242,7 @@ void HttpSession::StartRequest() {
 
 void HttpSession::OnHeader(const error_code& ec) {
   if (ec) return OnReadError(ec);
+  if (refuse_peer_) return Refuse();
   const auto& req = parser_->get();
   if (!parser_->is_done() && beast::iequals(req[http::field::expect], "100-continue")) {
     static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -239,27 +266,42 @@ void HttpSession::OnRead(const error_code& ec) {
   Handle();
 }
 
+// The Content-Length of the request whose header was read; nullopt when the body is
+// chunked or the length does not parse.
+std::optional<uint64_t> HttpSession::DeclaredBodyLength() const {
+  const auto& req = parser_->get();
+  if (req.find(http::field::transfer_encoding) != req.end()) return std::nullopt;
+  if (req.find(http::field::content_length) == req.end()) return uint64_t{0};
+  const std::string_view cl = req[http::field::content_length];
+  uint64_t declared = 0;
+  auto [end, perr] = std::from_chars(cl.data(), cl.data() + cl.size(), declared);
+  if (perr == std::errc() && end == cl.data() + cl.size() && !cl.empty()) return declared;
+  return std::nullopt;
+}
+
+// The peer may not use this listener: 403 to its first request, whose body is then
+// discarded by the lingering close (see the top of the file).
+void HttpSession::Refuse() {
+  linger_ = true;
+  linger_declared_ = DeclaredBodyLength();
+  parser_.reset();
+  Send(403, "application/json", std::string(kProxyForbidden), false);
+}
+
 void HttpSession::OnReadError(const error_code& ec) {
-  const auto& opts = server_->options();
   if (ec == http::error::body_limit) {
     ++metrics::ProcessNetStats().http_body_too_large;
     linger_ = true;
     // Beast checks a Content-Length against the limit right after the header: what the
     // buffer holds now is the start of the body.
-    const auto& req = parser_->get();
-    if (req.find(http::field::transfer_encoding) == req.end()) {
-      const std::string_view cl = req[http::field::content_length];
-      uint64_t declared = 0;
-      auto [end, perr] = std::from_chars(cl.data(), cl.data() + cl.size(), declared);
-      if (perr == std::errc() && end == cl.data() + cl.size() && !cl.empty()) {
-        linger_declared_ = declared;
-      }
-    }
-    return Send(413, "application/json",
-                JsonError("payload_too_large",
-                          "request body exceeds " + std::to_string(opts.body_limit) + " bytes"),
-                false);
+    linger_declared_ = DeclaredBodyLength();
+    return Send(
+        413, "application/json",
+        JsonError("payload_too_large",
+                  "request body exceeds " + std::to_string(endpoint_->body_limit) + " bytes"),
+        false);
   }
+  const auto& opts = server_->options();
   if (ec == http::error::header_limit) {
     ++metrics::ProcessNetStats().http_headers_too_large;
     return Send(431, "application/json",
@@ -296,6 +338,7 @@ void HttpSession::Handle() {
   req.body = std::move(msg.body());
   req.peer_uid = peer_.uid;
   req.peer_pid = peer_.pid;
+  req.listener = endpoint_->listener;
   request_keep_alive_ = msg.keep_alive();
   request_version_ = msg.version();
 
@@ -305,7 +348,7 @@ void HttpSession::Handle() {
   awaiting_answer_ = true;
   bool threw = false;
   try {
-    server_->handler()(std::move(req), exchange);
+    endpoint_->handler(std::move(req), exchange);
   } catch (const std::exception& e) {
     spdlog::error("handler for {} threw: {}", what, e.what());
     threw = true;
@@ -327,10 +370,12 @@ void HttpSession::OnAnswer(uint64_t request_id, HttpResponse response) {
   if (closed_ || !awaiting_answer_ || request_id != request_id_) return;
   awaiting_answer_ = false;
   const bool keep_alive = request_keep_alive_ && !server_->stopping();
-  Send(response.status, std::move(response.content_type), std::move(response.body), keep_alive);
+  Send(response.status, std::move(response.content_type), std::move(response.body), keep_alive,
+       std::move(response.headers));
 }
 
-void HttpSession::Send(int status, std::string content_type, std::string body, bool keep_alive) {
+void HttpSession::Send(int status, std::string content_type, std::string body, bool keep_alive,
+                       HttpHeaderList headers) {
   busy_ = true;
   response_.emplace(static_cast<http::status>(status), 11);
   response_->set(http::field::server, "missyd");
@@ -338,8 +383,11 @@ void HttpSession::Send(int status, std::string content_type, std::string body, b
   response_->body() = std::move(body);
   response_->keep_alive(keep_alive);
   response_->prepare_payload();
+  for (const auto& [name, value] : headers) {
+    if (SendExtraHeader(name, value, endpoint_->listener)) response_->insert(name, value);
+  }
   // A peer that does not read its response is dropped after one timeout too.
-  stream_.expires_after(server_->options().read_timeout);
+  stream_.expires_after(endpoint_->read_timeout);
   http::async_write(stream_, *response_,
                     [self = shared_from_this(), keep_alive](const error_code& ec, size_t) {
                       self->OnWrite(ec, keep_alive);
@@ -362,13 +410,13 @@ void HttpSession::Linger() {
   if (server_->stopping()) return Close();  // not busy_: a stop that begins now closes too
   ++metrics::ProcessNetStats().http_lingering_closes;
   error_code ignored;
-  stream_.socket().shutdown(Local::socket::shutdown_send, ignored);  // the answer, then EOF
+  stream_.socket().shutdown(Generic::socket::shutdown_send, ignored);  // the answer, then EOF
   linger_budget_ = kLingerBytes;
   if (linger_declared_) linger_left_ = *linger_declared_;
   const size_t buffered = buffer_.size();
   buffer_.consume(buffered);
   Discarded(buffered);
-  stream_.expires_after(std::min(kLingerTime, server_->options().read_timeout));
+  stream_.expires_after(std::min(kLingerTime, ReadTimeout()));
   linger_buf_ = std::make_unique<char[]>(kLingerReadBytes);
   LingerRead();
 }
@@ -399,7 +447,7 @@ void HttpSession::OnLingerRead(const error_code& ec, size_t n) {
 // Answering with a stream.
 
 void HttpSession::OnBeginStream(uint64_t request_id, std::shared_ptr<StreamState> state, int status,
-                                std::string content_type) {
+                                std::string content_type, HttpHeaderList headers) {
   if (closed_ || !awaiting_answer_ || request_id != request_id_) {
     state->MarkDead();
     return;
@@ -417,6 +465,9 @@ void HttpSession::OnBeginStream(uint64_t request_id, std::shared_ptr<StreamState
   }
   if (out_chunked_) head.chunked(true);
   head.keep_alive(out_keep_alive_);
+  for (const auto& [name, value] : headers) {
+    if (SendExtraHeader(name, value, endpoint_->listener)) head.insert(name, value);
+  }
   std::ostringstream os;
   os << head.base();
   out_head_ = std::move(os).str();
@@ -460,7 +511,7 @@ void HttpSession::FlushStream() {
   }
   out_writing_ = true;
   // A peer that stops reading is dropped after one timeout.
-  stream_.expires_after(server_->options().read_timeout);
+  stream_.expires_after(endpoint_->read_timeout);
   asio::async_write(stream_, buffers,
                     [self = shared_from_this(), bytes = batch.bytes, last = batch.last](
                         const error_code& ec, size_t) { self->OnStreamWrite(ec, bytes, last); });
@@ -488,7 +539,7 @@ void HttpSession::FinishStream() {
 void HttpSession::WatchPeer() {
   watching_ = true;
   const uint64_t generation = ++watch_generation_;
-  stream_.socket().async_wait(Local::socket::wait_read,
+  stream_.socket().async_wait(Generic::socket::wait_read,
                               [self = shared_from_this(), generation](const error_code& ec) {
                                 self->OnPeerReadable(ec, generation);
                               });
@@ -516,6 +567,10 @@ void HttpSession::StopWatching() {
   stream_.socket().cancel(ignored);  // nothing else is pending on the socket now
 }
 
+std::chrono::milliseconds HttpSession::ReadTimeout() const {
+  return refuse_peer_ ? std::min(kRefusedWait, endpoint_->read_timeout) : endpoint_->read_timeout;
+}
+
 void HttpSession::Close() {
   if (closed_) return;
   closed_ = true;
@@ -525,7 +580,7 @@ void HttpSession::Close() {
     out_state_.reset();
   }
   error_code ignored;
-  stream_.socket().shutdown(Local::socket::shutdown_send, ignored);
+  stream_.socket().shutdown(Generic::socket::shutdown_send, ignored);
   stream_.close();
   server_->ConnectionClosed(this);
 }
@@ -533,16 +588,27 @@ void HttpSession::Close() {
 }  // namespace
 
 std::shared_ptr<Connection> MakeHttpSession(asio::io_context& io, ServerContext* server, int fd,
-                                            PeerCred peer) {
-  Local::socket socket(asio::make_strand(io));
+                                            PeerCred peer,
+                                            std::shared_ptr<const HttpEndpoint> endpoint,
+                                            bool refuse_peer) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    spdlog::warn("cannot use an accepted connection: {}", strerror(errno));
+    close(fd);
+    return nullptr;
+  }
+  const int family = addr.ss_family;
+  Generic::socket socket(asio::make_strand(io));
   error_code ec;
-  socket.assign(Local(), fd, ec);
+  socket.assign(Generic(family, family == AF_UNIX ? 0 : IPPROTO_TCP), fd, ec);
   if (ec) {
     close(fd);
     spdlog::warn("cannot use an accepted connection: {}", ec.message());
     return nullptr;
   }
-  return std::make_shared<HttpSession>(server, std::move(socket), peer);
+  return std::make_shared<HttpSession>(server, std::move(socket), peer, std::move(endpoint),
+                                       refuse_peer);
 }
 
 }  // namespace missy::net

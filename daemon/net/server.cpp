@@ -2,22 +2,31 @@
 // server.h for the contract; connections live in http_session.cpp and broadcast.cpp.
 //
 // Threading: one io_context run by options.handler_threads threads. The acceptors, the
-// grace timer and the signal set live on one control strand; each HTTP session, each
-// subscriber and each repeating timer has its own strand. Publish() only takes short
-// mutexes and posts; it never touches a socket. BacklogProvider calls run on one
-// separate thread.
+// peer checks, the grace timer and the signal set live on one control strand; each HTTP
+// session, each subscriber and each repeating timer has its own strand. Publish() only
+// takes short mutexes and posts; it never touches a socket. BacklogProvider calls run on
+// one separate thread.
+//
+// Every listener (the API socket, the audit socket, each proxy listener) is a generic
+// stream acceptor, Unix or TCP. A Unix peer is checked with SO_PEERCRED at once; a TCP
+// peer through the kernel's socket table (tcp_peer.h), retried for a moment when its row
+// is not listed yet.
 #include "daemon/net/server.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/basic_socket_acceptor.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -30,6 +39,8 @@
 #include <utility>
 
 #include "daemon/net/connection.h"
+#include "daemon/net/tcp_listener.h"
+#include "daemon/net/tcp_peer.h"
 #include "daemon/net/unix_listener.h"
 
 namespace missy {
@@ -44,8 +55,50 @@ namespace net {
 namespace {
 
 namespace asio = boost::asio;
-using Local = asio::local::stream_protocol;
+using Generic = asio::generic::stream_protocol;
+using GenericAcceptor = asio::basic_socket_acceptor<Generic>;
 using error_code = boost::system::error_code;
+
+// A TCP peer whose row is not in the socket table yet is looked up again this often, at
+// most this many times in all (about 50 ms), before it is refused.
+constexpr std::chrono::milliseconds kTcpPeerRetry{10};
+constexpr int kTcpPeerAttempts = 6;
+
+// The protocol of a socket descriptor: a Unix or a TCP stream socket.
+Generic ProtocolOf(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return Generic(AF_UNIX, 0);
+  const int family = addr.ss_family;
+  return Generic(family, family == AF_UNIX ? 0 : IPPROTO_TCP);
+}
+
+// An accepted descriptor waiting for its peer check; closed unless released.
+class OwnedFd {
+ public:
+  explicit OwnedFd(int fd) : fd_(fd) {}
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+  ~OwnedFd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+// One listening socket and what its connections are for.
+struct Listener {
+  enum class Role { kApi, kAudit, kProxy };
+  Role role = Role::kApi;
+  std::string name;  // in logs: the socket path or the address as bound
+  bool tcp = false;
+  std::optional<GenericAcceptor> acceptor;
+  SocketFile file;                               // a socket file we bound (not adopted)
+  std::shared_ptr<const HttpEndpoint> endpoint;  // kApi, kProxy
+};
 
 // Runs a function every period on its own strand, until cancelled.
 class RepeatingTimer : public std::enable_shared_from_this<RepeatingTimer> {
@@ -88,13 +141,14 @@ class ServerImpl final : public NetServer, public ServerContext {
         work_(asio::make_work_guard(io_)),
         ctl_(asio::make_strand(io_)),
         options_(options),
-        handler_(std::move(handler)),
         backlog_(std::move(backlog)),
         gate_(std::make_shared<LoopGate>()),
         grace_timer_(ctl_) {
     if (options_.handler_threads < 1) options_.handler_threads = 1;
     if (options_.backlog_page_lines < 1) options_.backlog_page_lines = 1;
     if (backlog_) backlog_thread_.emplace(1);
+    api_endpoint_ = std::make_shared<const HttpEndpoint>(
+        HttpEndpoint{std::move(handler), "api", options_.body_limit, options_.read_timeout});
   }
 
   ~ServerImpl() override {
@@ -104,11 +158,7 @@ class ServerImpl final : public NetServer, public ServerContext {
       gate_->open = false;
     }
     StopBacklogThread();
-    error_code ignored;
-    if (api_acceptor_) api_acceptor_->close(ignored);
-    if (audit_acceptor_) audit_acceptor_->close(ignored);
-    api_file_.Unlink();
-    audit_file_.Unlink();
+    CloseListeners();
     io_.stop();
     // Connections are destroyed here or with io_ (their pending handlers), which is
     // declared first and therefore destroyed last.
@@ -123,24 +173,28 @@ class ServerImpl final : public NetServer, public ServerContext {
   }
 
   Status Init() {
-    Status api =
-        Listen(options_.api_listen_fd, options_.api_socket_path, &api_file_, &api_acceptor_);
+    Status valid = ValidateListeners();
+    if (!valid.ok()) {
+      // Adopted descriptors are ours from the call on.
+      if (options_.api_listen_fd >= 0) close(options_.api_listen_fd);
+      if (options_.audit_listen_fd >= 0) close(options_.audit_listen_fd);
+      return valid;
+    }
+    Status api = AddUnixListener(Listener::Role::kApi, options_.api_listen_fd,
+                                 options_.api_socket_path, api_endpoint_);
     if (!api.ok()) {
       if (options_.audit_listen_fd >= 0) close(options_.audit_listen_fd);  // ours too
       return api;
     }
     if (options_.audit_listen_fd >= 0 || !options_.audit_socket_path.empty()) {
-      if (options_.audit_listen_fd < 0 && options_.api_listen_fd < 0 &&
-          options_.audit_socket_path == options_.api_socket_path) {
-        return Status::InvalidArgument("the audit socket path equals the API socket path: " +
-                                       options_.audit_socket_path);
-      }
-      MISSY_RETURN_IF_ERROR(Listen(options_.audit_listen_fd, options_.audit_socket_path,
-                                   &audit_file_, &audit_acceptor_));
+      MISSY_RETURN_IF_ERROR(AddUnixListener(Listener::Role::kAudit, options_.audit_listen_fd,
+                                            options_.audit_socket_path, nullptr));
+    }
+    for (const ListenAddress& address : options_.proxy_listen) {
+      MISSY_RETURN_IF_ERROR(AddProxyListener(address));
     }
     asio::dispatch(ctl_, [this] {
-      Accept(/*api=*/true);
-      if (audit_acceptor_) Accept(/*api=*/false);
+      for (auto& listener : listeners_) Accept(listener.get());
     });
     return Status::Ok();
   }
@@ -198,11 +252,12 @@ class ServerImpl final : public NetServer, public ServerContext {
     timer->Arm();
   }
 
+  std::vector<std::string> ProxyAddresses() const override { return proxy_addresses_; }
+
   // ServerContext.
 
   const NetOptions& options() const override { return options_; }
   bool stopping() const override { return stopping_.load(); }
-  const HttpHandler& handler() const override { return handler_; }
   const std::shared_ptr<LoopGate>& gate() const override { return gate_; }
   bool has_backlog() const override { return static_cast<bool>(backlog_); }
 
@@ -255,24 +310,96 @@ class ServerImpl final : public NetServer, public ServerContext {
   }
 
  private:
-  // Adopts `adopted` (>= 0, socket activation) or binds `path`, into `acceptor`.
-  Status Listen(int adopted, const std::string& path, SocketFile* file,
-                std::optional<Local::acceptor>* acceptor) {
+  // Refuses option sets that would bind one socket file twice or leave proxy requests
+  // without a handler.
+  Status ValidateListeners() const {
+    if (!options_.proxy_listen.empty() && !options_.proxy_handler) {
+      return Status::InvalidArgument("proxy listeners need a proxy handler");
+    }
+    std::vector<std::string> paths;  // socket files this server binds
+    if (options_.api_listen_fd < 0) paths.push_back(options_.api_socket_path);
+    if (options_.audit_listen_fd < 0 && !options_.audit_socket_path.empty()) {
+      if (options_.api_listen_fd < 0 && options_.audit_socket_path == options_.api_socket_path) {
+        return Status::InvalidArgument("the audit socket path equals the API socket path: " +
+                                       options_.audit_socket_path);
+      }
+      paths.push_back(options_.audit_socket_path);
+    }
+    for (const ListenAddress& address : options_.proxy_listen) {
+      if (address.kind != ListenAddress::Kind::kUnix) continue;
+      if (std::find(paths.begin(), paths.end(), address.path) != paths.end()) {
+        return Status::InvalidArgument("proxy listen address " + address.ToString() +
+                                       " names a socket that is already used");
+      }
+      paths.push_back(address.path);
+    }
+    return Status::Ok();
+  }
+
+  // Adopts `adopted` (>= 0, socket activation) or binds `path`.
+  Status AddUnixListener(Listener::Role role, int adopted, const std::string& path,
+                         std::shared_ptr<const HttpEndpoint> endpoint) {
+    auto listener = std::make_unique<Listener>();
+    listener->role = role;
+    listener->name = path;
+    listener->endpoint = std::move(endpoint);
     int fd = adopted;
     if (fd < 0) {
-      auto bound = BindUnixListener(path, file);
+      auto bound = BindUnixListener(path, &listener->file);
       if (!bound.ok()) return bound.status();
       fd = *bound;
     }
-    acceptor->emplace(ctl_);
+    return Adopt(std::move(listener), fd);
+  }
+
+  Status AddProxyListener(const ListenAddress& address) {
+    auto listener = std::make_unique<Listener>();
+    listener->role = Listener::Role::kProxy;
+    int fd = -1;
+    if (address.kind == ListenAddress::Kind::kUnix) {
+      listener->name = address.ToString();
+      auto bound = BindUnixListener(address.path, &listener->file);
+      if (!bound.ok()) return bound.status();
+      fd = *bound;
+    } else {
+      auto bound = BindTcpListener(address);
+      if (!bound.ok()) return bound.status();
+      listener->name = bound->address;
+      listener->tcp = true;
+      fd = bound->fd;
+    }
+    listener->endpoint = std::make_shared<const HttpEndpoint>(
+        HttpEndpoint{options_.proxy_handler, listener->name, options_.proxy_body_limit,
+                     options_.proxy_read_timeout});
+    const std::string name = listener->name;
+    MISSY_RETURN_IF_ERROR(Adopt(std::move(listener), fd));
+    proxy_addresses_.push_back(name);
+    spdlog::info("proxy listening on {}", name);
+    return Status::Ok();
+  }
+
+  // Takes `fd` (listening) into the listener's acceptor and keeps the listener.
+  Status Adopt(std::unique_ptr<Listener> listener, int fd) {
+    listener->acceptor.emplace(ctl_);
     error_code ec;
-    (*acceptor)->assign(Local(), fd, ec);
+    listener->acceptor->assign(ProtocolOf(fd), fd, ec);
     if (ec) {
       close(fd);
-      acceptor->reset();
-      return Status::Internal("cannot use listening socket " + path + ": " + ec.message());
+      listener->file.Unlink();
+      return Status::Internal("cannot use listening socket " + listener->name + ": " +
+                              ec.message());
     }
+    listeners_.push_back(std::move(listener));
     return Status::Ok();
+  }
+
+  // Stops accepting and removes the socket files we bound. Idempotent.
+  void CloseListeners() {
+    error_code ignored;
+    for (auto& listener : listeners_) {
+      if (listener->acceptor) listener->acceptor->close(ignored);
+      listener->file.Unlink();
+    }
   }
 
   void RunLoop() {
@@ -295,57 +422,94 @@ class ServerImpl final : public NetServer, public ServerContext {
     backlog_thread_->join();
   }
 
-  // Returns false (and reports) when the peer is not allowed.
-  bool CheckPeer(Local::socket& sock, const std::string& path, PeerCred* cred) {
-    *cred = GetPeerCred(sock.native_handle());
+  void ReportRefusal(const std::string& what, uint32_t uid, int32_t pid) {
+    if (!options_.on_security_event) return;
+    try {
+      options_.on_security_event(what, uid, pid);
+    } catch (...) {
+      spdlog::error("on_security_event threw");
+    }
+  }
+
+  // A Unix peer: returns false (and reports) when it is not allowed.
+  bool CheckPeer(int fd, const std::string& path, PeerCred* cred) {
+    *cred = GetPeerCred(fd);
     if (cred->ok && PeerAllowed(cred->uid, static_cast<uint32_t>(geteuid()))) return true;
     const char* what = cred->ok ? "peer uid mismatch" : "peer credentials unavailable";
     spdlog::warn("{} on {}: uid {} pid {}", what, path, cred->uid, cred->pid);
-    error_code ignored;
-    sock.close(ignored);
-    if (options_.on_security_event) {
-      try {
-        options_.on_security_event(what, cred->uid, cred->pid);
-      } catch (...) {
-        spdlog::error("on_security_event threw");
-      }
-    }
+    ReportRefusal(what, cred->uid, cred->pid);
     return false;
+  }
+
+  // A TCP peer (on ctl_): its uid from the socket table, looked up again a few times
+  // while its row is missing. A peer that is not allowed gets a session that answers 403.
+  void CheckTcpPeer(Listener* listener, std::shared_ptr<OwnedFd> fd, int attempt) {
+    std::optional<uint32_t> uid = TcpPeerUid(fd->get());
+    if (!uid && attempt + 1 < kTcpPeerAttempts) {
+      auto timer = std::make_shared<asio::steady_timer>(ctl_, kTcpPeerRetry);
+      timer->async_wait([this, timer, listener, fd, attempt](const error_code& ec) {
+        if (ec || stopping_) return;  // `fd` closes with its last reference
+        CheckTcpPeer(listener, fd, attempt + 1);
+      });
+      return;
+    }
+    PeerCred cred;
+    cred.ok = uid.has_value();
+    if (uid) cred.uid = *uid;
+    const bool allowed = uid && PeerAllowed(*uid, static_cast<uint32_t>(geteuid()));
+    if (!allowed) {
+      const std::string what =
+          std::string(uid ? "peer uid mismatch on " : "peer uid not found on ") + listener->name;
+      spdlog::warn("{}: uid {}", what, cred.uid);
+      ReportRefusal(what, cred.uid, 0);
+    }
+    const int one = 1;  // streamed answers go out chunk by chunk
+    setsockopt(fd->get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    Register(MakeHttpSession(io_, this, fd->release(), cred, listener->endpoint, !allowed));
   }
 
   // Accept errors other than cancellation (EMFILE, ...) are retried after a pause, so a
   // full descriptor table does not spin the loop.
-  void RetryAcceptLater(bool api) {
+  void RetryAcceptLater(Listener* listener) {
     auto timer = std::make_shared<asio::steady_timer>(ctl_, std::chrono::milliseconds(100));
-    timer->async_wait([this, timer, api](const error_code& ec) {
+    timer->async_wait([this, timer, listener](const error_code& ec) {
       if (ec || stopping_) return;
-      Accept(api);
+      Accept(listener);
     });
   }
 
-  void Accept(bool api) {
-    Local::acceptor& acceptor = api ? *api_acceptor_ : *audit_acceptor_;
-    acceptor.async_accept(ctl_, [this, api](const error_code& ec, Local::socket sock) {
-      const std::string& path = api ? options_.api_socket_path : options_.audit_socket_path;
-      if (ec == asio::error::operation_aborted || stopping_) return;
-      if (ec) {
-        spdlog::warn("accept on {}: {}", path, ec.message());
-        return RetryAcceptLater(api);
-      }
-      PeerCred cred;
-      if (CheckPeer(sock, path, &cred)) {
-        error_code rec;
-        int fd = sock.release(rec);
-        if (rec) {
-          spdlog::warn("accept on {}: {}", path, rec.message());
-        } else if (api) {
-          Register(MakeHttpSession(io_, this, fd, cred));
-        } else {
-          Register(MakeSubscriber(io_, this, fd));
-        }
-      }
-      Accept(api);
-    });
+  void Accept(Listener* listener) {
+    listener->acceptor->async_accept(
+        ctl_, [this, listener](const error_code& ec, Generic::socket sock) {
+          if (ec == asio::error::operation_aborted || stopping_) return;
+          if (ec) {
+            spdlog::warn("accept on {}: {}", listener->name, ec.message());
+            return RetryAcceptLater(listener);
+          }
+          error_code rec;
+          int fd = sock.release(rec);
+          if (rec) {
+            spdlog::warn("accept on {}: {}", listener->name, rec.message());
+          } else {
+            Admit(listener, fd);
+          }
+          Accept(listener);
+        });
+  }
+
+  // Checks the peer of an accepted connection, then serves it.
+  void Admit(Listener* listener, int fd) {
+    if (listener->tcp) return CheckTcpPeer(listener, std::make_shared<OwnedFd>(fd), 0);
+    PeerCred cred;
+    if (!CheckPeer(fd, listener->name, &cred)) {
+      close(fd);
+      return;
+    }
+    if (listener->role == Listener::Role::kAudit) {
+      Register(MakeSubscriber(io_, this, fd));
+    } else {
+      Register(MakeHttpSession(io_, this, fd, cred, listener->endpoint));
+    }
   }
 
   void Register(std::shared_ptr<Connection> session) {
@@ -395,11 +559,8 @@ class ServerImpl final : public NetServer, public ServerContext {
       std::lock_guard<std::mutex> lock(timers_mu_);
       stopping_ = true;
     }
+    CloseListeners();
     error_code ignored;
-    if (api_acceptor_) api_acceptor_->close(ignored);
-    if (audit_acceptor_) audit_acceptor_->close(ignored);
-    api_file_.Unlink();
-    audit_file_.Unlink();
     if (signals_) signals_->cancel(ignored);
     {
       std::lock_guard<std::mutex> lock(timers_mu_);
@@ -458,16 +619,14 @@ class ServerImpl final : public NetServer, public ServerContext {
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   asio::strand<asio::io_context::executor_type> ctl_;
   NetOptions options_;
-  HttpHandler handler_;
   BacklogProvider backlog_;
+  std::shared_ptr<const HttpEndpoint> api_endpoint_;
   std::shared_ptr<LoopGate> gate_;
   std::function<void()> on_reload_;
   std::optional<asio::thread_pool> backlog_thread_;  // one thread; set when backlog_ is
 
-  std::optional<Local::acceptor> api_acceptor_;
-  std::optional<Local::acceptor> audit_acceptor_;
-  SocketFile api_file_;
-  SocketFile audit_file_;
+  std::vector<std::unique_ptr<Listener>> listeners_;  // set by Init(), then fixed
+  std::vector<std::string> proxy_addresses_;          // set by Init(), then fixed
   std::optional<asio::signal_set> signals_;
   asio::steady_timer grace_timer_;
 

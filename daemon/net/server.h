@@ -1,12 +1,18 @@
 // The network edge of the daemon: an HTTP/1.1 server and an NDJSON broadcast server,
-// both on Unix sockets, both running on one event loop. Asio and Beast are confined to
-// daemon/net/*.cpp; no header includes them.
+// both on Unix sockets, plus optional proxy listeners (loopback TCP or Unix sockets) whose
+// requests go to a handler of their own, all running on one event loop. Asio and Beast are
+// confined to daemon/net/*.cpp; no header includes them.
 //
 // Guarantees:
 //  - The socket's directory is created 0700 and the socket chmod 0600. A stale socket
 //    file (nothing accepting on it) is replaced; a live one is refused (kAlreadyExists).
 //  - Every accepted connection's peer uid (SO_PEERCRED) must equal the daemon's euid;
 //    others are closed at once (and reported through on_security_event).
+//  - Proxy listeners on TCP bind loopback addresses only. A TCP peer's uid is the one the
+//    kernel's socket table (/proc/net/tcp, tcp6) lists for the client's end, as identd
+//    finds it; a peer of another uid, or one not found, is answered 403 (a JSON
+//    permission_error, Connection: close), closed, and reported through
+//    on_security_event.
 //  - HTTP: keep-alive, read timeout per request, header limit (431) and body limit
 //    (413) answered with the JSON error shape before the connection is closed.
 //  - The event loop never waits for a handler's work: a handler is called on a loop
@@ -29,8 +35,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "core/listen_address.h"
 #include "core/status.h"
 
 namespace missy {
@@ -41,13 +49,24 @@ struct HttpRequest {
   std::map<std::string, std::string> headers;  // lower-case names
   std::string body;
   uint32_t peer_uid = 0;
-  int32_t peer_pid = 0;
+  int32_t peer_pid = 0;  // 0 on TCP (the socket table does not say)
+  // The listener the request arrived on: "api" for the API socket, else the proxy
+  // listener's address as NetServer::ProxyAddresses() lists it ("127.0.0.1:8788",
+  // "[::1]:8788", "unix:/run/user/1000/missy/proxy.sock").
+  std::string listener;
 };
+
+// Extra response headers, sent in this order after the ones the server sets. Entries
+// named Content-Type, Content-Length, Transfer-Encoding or Connection (any case) are
+// ignored: the server owns those. An entry whose name is not an HTTP token or whose
+// value holds CR, LF or NUL is dropped (and logged).
+using HttpHeaderList = std::vector<std::pair<std::string, std::string>>;
 
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  HttpHeaderList headers{};  // e.g. {"retry-after", "3"}; see HttpHeaderList
 };
 
 // The body of a streamed (chunked) response. Thread-safe; no call blocks: writes are
@@ -89,6 +108,12 @@ class HttpExchange {
   // connection. Called after the exchange was answered: returns a stream that is
   // already closed().
   virtual std::shared_ptr<BodyStream> Stream(int status, std::string content_type) = 0;
+  // The same with extra headers (see HttpHeaderList), e.g. retry-after or request-id.
+  // Exchanges that forward to another exchange override both overloads; this default,
+  // for exchanges written before headers existed, calls Stream(status, content_type)
+  // and drops the headers (logged).
+  virtual std::shared_ptr<BodyStream> Stream(int status, std::string content_type,
+                                             HttpHeaderList headers);
 };
 
 // Called on an event-loop thread with the request moved in (the body is never copied).
@@ -152,6 +177,14 @@ struct NetOptions {
   int handler_threads = 2;                         // event-loop threads (handlers run on them)
   std::chrono::milliseconds shutdown_grace{5000};  // Stop() grace used on SIGINT/SIGTERM
   std::function<void(const std::string& what, uint32_t uid, int32_t pid)> on_security_event;
+  // Extra listeners whose requests go to proxy_handler instead of the API handler. TCP
+  // ones must be loopback (127.0.0.0/8, ::1; port 0 binds a free port, see
+  // ProxyAddresses()); unix ones are bound like the API socket (the path is absolute,
+  // "~" already expanded).
+  std::vector<ListenAddress> proxy_listen;
+  HttpHandler proxy_handler;                             // required when proxy_listen is not empty
+  size_t proxy_body_limit = size_t{256} << 20;           // agents resend their whole conversation
+  std::chrono::milliseconds proxy_read_timeout{120000};  // per request, as read_timeout
   // Called once on a loop thread when Stop() begins, e.g. to End() open event streams so
   // that they do not hold the shutdown for the whole grace.
   std::function<void()> on_stopping;
@@ -159,10 +192,12 @@ struct NetOptions {
 
 class NetServer {
  public:
-  // Binds both sockets, or adopts the listening descriptors given in `options` (or
-  // fails with a clear Status naming the path): kAlreadyExists
-  // when a server is live on a path or the path is not a socket, kInvalidArgument for
-  // a path that is empty or too long for sockaddr_un (107 bytes).
+  // Binds both sockets and the proxy listeners, or adopts the listening descriptors given
+  // in `options` (or fails with a clear Status naming the path or address):
+  // kAlreadyExists when a server is live on a path, the path is not a socket or a TCP
+  // port is in use, kInvalidArgument for a path that is empty or too long for
+  // sockaddr_un (107 bytes), a TCP address that is not loopback, or proxy listeners
+  // without a proxy_handler.
   static Result<std::unique_ptr<NetServer>> Create(const NetOptions& options, HttpHandler handler,
                                                    BacklogProvider backlog = {});
   // Closes everything and removes the socket files. Run() must have returned.
@@ -186,6 +221,10 @@ class NetServer {
 
   // Runs `fn` every `period` on the loop (watchdog, maintenance), until Stop().
   virtual void Every(std::chrono::milliseconds period, std::function<void()> fn) = 0;
+
+  // The proxy listeners as bound, in NetOptions::proxy_listen order: "127.0.0.1:41234"
+  // (the actual port when 0 was asked for), "[::1]:8788", "unix:/path". Thread-safe.
+  virtual std::vector<std::string> ProxyAddresses() const = 0;
 };
 
 // The peer-credential rule applied to every accepted connection.
