@@ -63,6 +63,25 @@ class Exchange {
     return Exchange2(socket_, request, limits, phase_deadline(limits.first_byte_timeout));
   }
 
+  // Sends `request` and hands its answer to `sink` as it arrives.
+  StreamOutcome RunStreamed(const http::request<http::string_body>& request,
+                            const AttemptLimits& limits, const StreamSink& sink) {
+    const auto phase_deadline = [&](std::chrono::milliseconds timeout) {
+      return std::min(SteadyClock::now() + timeout, limits.deadline);
+    };
+    lost_before_answer_ = false;
+    if (!open_) {
+      if (auto failure = Connect(limits, phase_deadline)) {
+        StreamOutcome out;
+        out.failure = *failure;
+        return out;
+      }
+      open_ = true;
+    }
+    if (tls_) return Streamed(*tls_, request, limits, sink);
+    return Streamed(socket_, request, limits, sink);
+  }
+
   // Whether the last answer left the connection open for another request.
   bool open() const { return open_; }
   // Whether the last Run found the connection closed before any byte of an answer came
@@ -252,6 +271,99 @@ class Exchange {
     return answer;
   }
 
+  template <typename Stream>
+  StreamOutcome Streamed(Stream& stream, const http::request<http::string_body>& request,
+                         const AttemptLimits& limits, const StreamSink& sink) {
+    StreamOutcome out;
+    const auto idle_deadline = [&] {
+      return std::min(SteadyClock::now() + limits.first_byte_timeout, limits.deadline);
+    };
+    const auto fail = [&](TransportFailure failure) {
+      Close();
+      out.failure = std::move(failure);
+      return out;
+    };
+    error_code ec;
+    bool timed_out = RunPhase(
+        idle_deadline(),
+        [&](auto done) {
+          http::async_write(stream, request, [&, done](const error_code& e, std::size_t) {
+            ec = e;
+            done();
+          });
+        },
+        [&] { Close(); });
+    if (timed_out) return fail(Timeout("sending the request"));
+    if (ec) {
+      lost_before_answer_ = true;
+      return fail(ReadFailure("sending the request", ec, limits));
+    }
+    boost::beast::flat_buffer buffer;
+    http::response_parser<http::buffer_body> parser;
+    parser.header_limit(kMaxHeaderBytes);
+    parser.body_limit(boost::none);
+    timed_out = RunPhase(
+        idle_deadline(),
+        [&](auto done) {
+          http::async_read_header(stream, buffer, parser,
+                                  [&, done](const error_code& e, std::size_t) {
+                                    ec = e;
+                                    done();
+                                  });
+        },
+        [&] { Close(); });
+    if (timed_out) return fail(Timeout("waiting for the answer"));
+    if (ec) {
+      lost_before_answer_ =
+          buffer.size() == 0 &&
+          (ec == http::error::end_of_stream || ec == asio::error::connection_reset ||
+           ec == asio::error::eof || ec == ssl::error::stream_truncated);
+      return fail(ReadFailure("reading the answer's header", ec, limits));
+    }
+    HttpHead head;
+    head.status = static_cast<int>(parser.get().result_int());
+    for (const auto& field : parser.get()) {
+      head.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    }
+    out.got_head = true;
+    if (!sink.on_head(head)) {
+      Close();
+      out.abandoned = true;
+      return out;
+    }
+    std::vector<char> piece(64 << 10);
+    while (!parser.is_done()) {
+      parser.get().body().data = piece.data();
+      parser.get().body().size = piece.size();
+      timed_out = RunPhase(
+          idle_deadline(),
+          [&](auto done) {
+            http::async_read_some(stream, buffer, parser,
+                                  [&, done](const error_code& e, std::size_t) {
+                                    ec = e;
+                                    done();
+                                  });
+          },
+          [&] { Close(); });
+      if (timed_out) return fail(Timeout("reading the answer"));
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec) return fail(ReadFailure("reading the answer", ec, limits));
+      const std::size_t n = piece.size() - parser.get().body().size;
+      if (n > 0 && !sink.on_body(std::string_view(piece.data(), n))) {
+        Close();
+        out.abandoned = true;
+        return out;
+      }
+    }
+    if (parser.get().keep_alive()) {
+      idle_since_ = SteadyClock::now();
+    } else {
+      Close();
+    }
+    out.complete = true;
+    return out;
+  }
+
   // A failed exchange leaves the connection in no state to reuse.
   TransportFailure Closed(TransportFailure failure) {
     Close();
@@ -391,6 +503,38 @@ std::variant<HttpAnswer, TransportFailure> HttpTransport::Post(const std::string
     // Asio reports failures through error codes; this is allocation failure and the like.
     return TransportFailure{ProviderErrorKind::kNetwork,
                             std::string("request failed: ") + e.what()};
+  }
+}
+
+StreamOutcome HttpTransport::Stream(const std::string& method, const std::string& target,
+                                    const HeaderList& headers, const std::string& body,
+                                    const AttemptLimits& limits, const StreamSink& sink) const {
+  try {
+    http::request<http::string_body> request{http::string_to_verb(method), target, 11};
+    if (request.method() == http::verb::unknown) request.method_string(method);
+    request.set(http::field::host, impl_->url.HostHeader());
+    for (const auto& [name, value] : headers) request.insert(name, value);
+    if (request.find(http::field::user_agent) == request.end()) {
+      request.set(http::field::user_agent, "missyd");
+    }
+    if (!body.empty()) request.body() = body;
+    request.prepare_payload();
+    bool reused = false;
+    std::unique_ptr<Exchange> exchange = impl_->Take(reused);
+    StreamOutcome result = exchange->RunStreamed(request, limits, sink);
+    if (reused && !result.got_head && exchange->lost_before_answer() &&
+        SteadyClock::now() < limits.deadline) {
+      // The server closed the pooled connection while it was idle: a new one at once.
+      exchange = std::make_unique<Exchange>(impl_->url, impl_->tls.get());
+      result = exchange->RunStreamed(request, limits, sink);
+    }
+    if (result.complete) impl_->GiveBack(std::move(exchange));
+    return result;
+  } catch (const std::exception& e) {
+    StreamOutcome out;
+    out.failure = TransportFailure{ProviderErrorKind::kNetwork,
+                                   std::string("request failed: ") + e.what()};
+    return out;
   }
 }
 

@@ -7,8 +7,10 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <variant>
 
 #include "core/status.h"
@@ -41,6 +43,28 @@ struct TransportFailure {
   std::string message;
 };
 
+// The head of an answer read as a stream: its status and every header, in order.
+struct HttpHead {
+  int status = 0;
+  HeaderList headers;  // names as the server wrote them
+};
+
+// Receives an answer as it arrives. on_head is called once, then on_body for each piece of
+// the (de-chunked) body; either returns false to abandon the call: the connection is
+// closed at once, which is how a relay cancels the upstream request of a client that went
+// away.
+struct StreamSink {
+  std::function<bool(const HttpHead& head)> on_head;
+  std::function<bool(std::string_view piece)> on_body;
+};
+
+struct StreamOutcome {
+  bool complete = false;   // the whole answer was received
+  bool abandoned = false;  // a sink call returned false
+  bool got_head = false;   // on_head was called (a failure after it broke the body off)
+  TransportFailure failure;  // when neither complete nor abandoned
+};
+
 class HttpTransport {
  public:
   // For https, loads ca_file (or the system's trust store when empty); kInvalidArgument when
@@ -57,6 +81,16 @@ class HttpTransport {
                                                   const HeaderList& headers,
                                                   const std::string& body,
                                                   const AttemptLimits& limits) const;
+
+  // Sends one request (any method; a body only when not empty, as given, with the
+  // caller's headers: it sets only Host and, when absent, User-Agent) and hands the answer
+  // to `sink` piece by piece as it arrives, with no limit on its size. The first-byte
+  // timeout bounds the wait for the head and for each next piece (an idle stream); the
+  // deadline bounds the whole. Never retried: the caller decides. A connection whose answer
+  // was read whole goes back to the pool.
+  StreamOutcome Stream(const std::string& method, const std::string& target,
+                       const HeaderList& headers, const std::string& body,
+                       const AttemptLimits& limits, const StreamSink& sink) const;
 
   const BaseUrl& url() const;
 
