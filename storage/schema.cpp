@@ -303,10 +303,36 @@ constexpr std::string_view kMigration12 = R"sql(
 ALTER TABLE sessions ADD COLUMN anchor_stub_through INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// Version 13: proxy mode (daemon/proxy/). Each message an agent sent through the proxy in
+// its own API's shape, beside the engine messages it was stored as (first_seq, seq_count),
+// with the hash the next request's list is matched on; and which stored session a
+// conversation's key currently continues (a history the agent rewrote branches into a
+// new session, so nothing stored is changed). A deleted session takes its rows along.
+constexpr std::string_view kMigration13 = R"sql(
+CREATE TABLE proxy_messages (
+  session_id TEXT NOT NULL,
+  idx        INTEGER NOT NULL,
+  hash       TEXT NOT NULL,
+  first_seq  INTEGER NOT NULL,
+  seq_count  INTEGER NOT NULL,
+  native     TEXT NOT NULL,
+  PRIMARY KEY (session_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE proxy_keys (
+  key        TEXT PRIMARY KEY,
+  session_id TEXT NOT NULL,
+  branches   INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE TRIGGER proxy_messages_gone AFTER DELETE ON sessions BEGIN
+  DELETE FROM proxy_messages WHERE session_id = old.id;
+END;
+)sql";
+
 const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> kMigrations = {
       kMigration1, kMigration2, kMigration3, kMigration4,  kMigration5,  kMigration6,
-      kMigration7, kMigration8, kMigration9, kMigration10, kMigration11, kMigration12};
+      kMigration7, kMigration8, kMigration9, kMigration10, kMigration11, kMigration12,
+      kMigration13};
   return kMigrations;
 }
 

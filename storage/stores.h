@@ -8,6 +8,7 @@
 #include "storage/job_store.h"
 #include "storage/memory_store.h"
 #include "storage/message_store.h"
+#include "storage/proxy_store.h"
 #include "storage/session_store.h"
 #include "storage/summary_store.h"
 
@@ -21,7 +22,8 @@ struct Stores {
         memory(db),
         jobs(db),
         calibration(db),
-        audit(db) {}
+        audit(db),
+        proxy(db) {}
 
   SessionStore sessions;
   MessageStore messages;
@@ -30,6 +32,7 @@ struct Stores {
   JobStore jobs;
   CalibrationStore calibration;
   AuditLog audit;
+  ProxyStore proxy;
 };
 
 }  // namespace missy
