@@ -162,6 +162,8 @@ Result<std::shared_ptr<ContextService::Prepared>> ContextService::Prepare(Contex
   input.system_prompt = session->system_prompt;
   input.tool_tokens =
       session->tools_json == "[]" ? -1 : p->counter.CountToolDefinitions(session->tools_json);
+  if (request.system_prompt) input.system_prompt = *request.system_prompt;
+  if (request.tool_tokens) input.tool_tokens = *request.tool_tokens;
 
   // The window is the model's: context_window - max_output_tokens (never one for the other).
   std::optional<ModelSpec> spec = cfg->models.Lookup(session->model);

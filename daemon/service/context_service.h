@@ -40,6 +40,11 @@ struct ContextRequest {
   // After a forced compaction: the kept part is chosen afresh (the anchor and its
   // snapshot of summaries are dropped, so the new summaries replace what they cover).
   bool reset_anchor = false;
+  // Set by proxy mode, whose agent sends these with every request: its system prompt
+  // (replaces the session's), and what its tool definitions and other request fields
+  // cost (replaces the count of the session's tools).
+  std::optional<std::string> system_prompt;
+  std::optional<int64_t> tool_tokens;
 };
 
 struct ContextOutcome {

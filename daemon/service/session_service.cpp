@@ -274,6 +274,9 @@ void SessionService::Append(AppendRequest request, std::function<void(AppendOutc
               deps_.stores->messages.Append(txn, id, std::move(state->encoded), now, &after);
           if (!rows.ok()) return rows.status();
           state->stored = std::move(*rows);
+          if (state->request.also_write) {
+            MISSY_RETURN_IF_ERROR(state->request.also_write(txn, state->stored));
+          }
           after.ApplyTo(state->session);
           AuditDetail detail;
           detail.Add("count", state->stored.size())

@@ -33,6 +33,9 @@ struct AppendRequest {
   std::vector<Message> messages;  // moved into storage, never copied
   std::optional<bool> strict;     // overrides the session's setting for this batch
   std::vector<bool> pinned;       // per message: "pin": true (empty: none pinned)
+  // Runs inside the append's write transaction once the messages are stored (their seqs
+  // known): what must be committed with them, or not at all (the proxy's native rows).
+  std::function<Status(Txn& txn, const std::vector<StoredMessage>& stored)> also_write;
 };
 
 struct AppendedMessage {
