@@ -5,6 +5,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,7 +57,57 @@ Status WaitFor(int fd, short events, Clock::time_point deadline, const char* wha
   }
 }
 
+// "tcp:127.0.0.1:PORT" or "tcp:[::1]:PORT": a loopback TCP server (the proxy listener).
+Result<int> ConnectTcp(const std::string& spec, Clock::time_point deadline) {
+  std::string rest = spec.substr(4);
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string::npos) return Status::InvalidArgument("no port in " + spec);
+  std::string host = rest.substr(0, colon);
+  const int port = std::atoi(rest.c_str() + colon + 1);
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  if (host.size() > 2 && host.front() == '[') {
+    auto* a6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons(static_cast<uint16_t>(port));
+    if (inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &a6->sin6_addr) != 1) {
+      return Status::InvalidArgument("bad address in " + spec);
+    }
+    len = sizeof(sockaddr_in6);
+  } else {
+    auto* a4 = reinterpret_cast<sockaddr_in*>(&ss);
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons(static_cast<uint16_t>(port));
+    if (inet_pton(AF_INET, host.c_str(), &a4->sin_addr) != 1) {
+      return Status::InvalidArgument("bad address in " + spec);
+    }
+    len = sizeof(sockaddr_in);
+  }
+  int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return Status::Unavailable(std::string("socket(): ") + strerror(errno));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0 && errno != EINPROGRESS) {
+    const int err = errno;
+    close(fd);
+    return Status::Unavailable("cannot connect to " + spec.substr(4) + ": " + strerror(err));
+  }
+  pollfd p{fd, POLLOUT, 0};
+  const int ms = static_cast<int>(std::max<int64_t>(0, RemainingMs(deadline)));
+  if (poll(&p, 1, ms) != 1) {
+    close(fd);
+    return Status::Unavailable("timed out connecting to " + spec.substr(4));
+  }
+  int err = 0;
+  socklen_t err_len = sizeof(err);
+  getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len);
+  if (err != 0) {
+    close(fd);
+    return Status::Unavailable("cannot connect to " + spec.substr(4) + ": " + strerror(err));
+  }
+  return fd;
+}
+
 Result<int> ConnectUnix(const std::string& path, Clock::time_point deadline) {
+  if (path.starts_with("tcp:")) return ConnectTcp(path, deadline);
   sockaddr_un addr{};
   if (path.empty()) return Status::InvalidArgument("socket path is empty");
   if (path.size() >= sizeof(addr.sun_path)) {
@@ -127,7 +179,7 @@ Result<size_t> ReadSome(int fd, std::string* buf, Clock::time_point deadline, co
 }
 
 std::string BuildRequest(const std::string& method, const std::string& target,
-                         const std::string& body, bool close) {
+                         const std::string& body, bool close, const std::string& extra = {}) {
   std::string req;
   req.reserve(160 + target.size() + body.size());
   req += method;
@@ -139,6 +191,7 @@ std::string BuildRequest(const std::string& method, const std::string& target,
     req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
   }
   if (close) req += "Connection: close\r\n";
+  req += extra;
   req += "\r\n";
   req += body;
   return req;
@@ -453,7 +506,7 @@ Result<ClientResponse> UnixHttpConnection::Exchange(const std::string& request,
 Result<ClientResponse> UnixHttpConnection::Call(const std::string& method,
                                                 const std::string& target, const std::string& body,
                                                 std::chrono::milliseconds timeout) {
-  return Exchange(BuildRequest(method, target, body, /*close=*/false), Clock::now() + timeout,
+  return Exchange(BuildRequest(method, target, body, /*close=*/false, extra_headers_), Clock::now() + timeout,
                   /*head_only=*/false);
 }
 
@@ -461,7 +514,7 @@ Result<ClientResponse> UnixHttpConnection::Start(const std::string& method,
                                                  const std::string& target, const std::string& body,
                                                  std::chrono::milliseconds timeout) {
   line_buf_.clear();
-  return Exchange(BuildRequest(method, target, body, /*close=*/false), Clock::now() + timeout,
+  return Exchange(BuildRequest(method, target, body, /*close=*/false, extra_headers_), Clock::now() + timeout,
                   /*head_only=*/true);
 }
 

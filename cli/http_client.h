@@ -47,6 +47,8 @@ class UnixHttpConnection {
   Status Connect(const std::string& socket_path,
                  std::chrono::milliseconds timeout = std::chrono::seconds(10));
   bool connected() const { return fd_ >= 0; }
+  // Header lines ("Name: value\r\n" each) added to every request of Call() and Start().
+  void set_extra_headers(std::string lines) { extra_headers_ = std::move(lines); }
   void Close();
 
   // Sends a request (Content-Type application/json when `body` is not empty).
@@ -98,7 +100,8 @@ class UnixHttpConnection {
   // Called when the started body ended: keeps or closes the connection.
   void BodyEnded();
 
-  std::string path_;
+  std::string path_;  // a socket path, or "tcp:127.0.0.1:PORT" for a loopback TCP server
+  std::string extra_headers_;
   int fd_ = -1;
   std::string buf_;      // bytes read past the previous response
   bool reused_ = false;  // at least one response was read on this connection

@@ -19,6 +19,8 @@
 #include <string>
 
 #include "config/config.h"
+#include "config/paths.h"
+#include "core/listen_address.h"
 #include "config/tokenizers.h"
 #include "daemon/audit/audit_bus.h"
 #include "daemon/audit/audit_mirror.h"
@@ -31,6 +33,7 @@
 #include "daemon/ops/logging.h"
 #include "daemon/ops/sd_notify.h"
 #include "daemon/ops/watchdog.h"
+#include "daemon/proxy/proxy_service.h"
 #include "daemon/service/config_reloader.h"
 #include "daemon/service/ports.h"
 #include "daemon/service/services.h"
@@ -240,6 +243,31 @@ int main(int argc, char** argv) {
           "connection.refused", "security", "deny", "",
           AuditDetail().Add("reason", what).Add("uid", int64_t{uid}).Add("pid", int64_t{pid})});
     };
+    // Proxy mode: the agents' base URL (docs/PROXY.md). Its relays run until they finish,
+    // after the server stopped accepting and before the services go.
+    std::unique_ptr<proxy::ProxyService> proxy_service;
+    if (config->proxy.enabled) {
+      for (const std::string& text : config->proxy.listen) {
+        Result<ListenAddress> address = ParseListenAddress(text);
+        if (address.ok() && address->kind == ListenAddress::Kind::kUnix) {
+          Result<std::string> path =
+              ResolveConfigPath(address->path, home, "context.proxy.listen");
+          if (path.ok()) address->path = *path;
+          else address = path.status();
+        }
+        if (!address.ok()) {
+          spdlog::critical("context.proxy.listen: {}", address.status().message());
+          return 1;
+        }
+        net.proxy_listen.push_back(*address);
+      }
+      proxy_service = std::make_unique<proxy::ProxyService>(services);
+      net.proxy_handler = [p = proxy_service.get()](HttpRequest request,
+                                                    std::shared_ptr<HttpExchange> exchange) {
+        p->Handle(std::move(request), std::move(exchange));
+      };
+      net.proxy_body_limit = static_cast<size_t>(config->proxy.max_body_bytes);
+    }
     BacklogProvider backlog = [&audit](const SubscribeRequest& req, int64_t after_seq,
                                        size_t max_lines, int64_t* last_seq_seen) {
       return audit.BacklogPage(req.types, after_seq, max_lines, last_seq_seen);
@@ -340,11 +368,20 @@ int main(int argc, char** argv) {
                 config->socket_path.c_str(), config->audit_socket_path.c_str());
     std::printf("try: curl --unix-socket %s http://localhost/v1/health\n",
                 config->socket_path.c_str());
+    for (const std::string& address : srv->ProxyAddresses()) {
+      std::printf("  proxy:        %s (ANTHROPIC_BASE_URL / OPENAI_BASE_URL; see missyctl proxy)\n",
+                  address.starts_with("unix:") ? address.c_str()
+                                               : ("http://" + address).c_str());
+    }
     std::fflush(stdout);
     ops::NotifyReady(serving());
     if (watchdog) watchdog->Start();
     srv->Run();
     if (watchdog) watchdog->Stop();
+    if (proxy_service) {
+      ops::NotifyStopping("stopping: finishing proxied requests");
+      proxy_service->Stop(std::chrono::seconds(10));
+    }
     ops::NotifyStopping("stopping: finishing summarization");
     // The summarization job in progress finishes (its events are still published), then
     // nothing publishes to the server any more: it is destroyed before the services.

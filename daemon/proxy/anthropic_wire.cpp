@@ -1,0 +1,479 @@
+#include "daemon/proxy/anthropic_wire.h"
+
+#include <algorithm>
+#include <boost/json.hpp>
+
+#include "daemon/proxy/sse.h"
+
+namespace missy::proxy {
+namespace {
+
+namespace json = boost::json;
+
+std::string Str(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr || !v->is_string()) return {};
+  return std::string(v->get_string());
+}
+
+// The text of a tool_result's content: a string, or its text blocks joined (an image
+// counts as a marker: the engine only needs its size and what it says).
+std::string ToolResultText(const json::value* content) {
+  if (content == nullptr || content->is_null()) return {};
+  if (content->is_string()) return std::string(content->get_string());
+  std::string out;
+  if (!content->is_array()) return json::serialize(*content);
+  for (const json::value& b : content->get_array()) {
+    if (!out.empty()) out.push_back('\n');
+    if (!b.is_object()) continue;
+    const json::object& o = b.get_object();
+    std::string type = Str(o, "type");
+    if (type == "text") {
+      out += Str(o, "text");
+    } else {
+      out += "[" + type + "]";
+    }
+  }
+  return out;
+}
+
+// A block the engine keeps as text: server tool calls and their results, documents,
+// search results: their JSON (so they are counted and summarized), images as a part.
+void AddOtherBlock(const json::object& o, Message& m) {
+  ContentPart part;
+  if (Str(o, "type") == "image") {
+    part.kind = ContentPart::Kind::kImage;
+    part.image_url = "anthropic:image";
+  } else {
+    part.kind = ContentPart::Kind::kText;
+    part.text = json::serialize(o);
+  }
+  m.parts.push_back(std::move(part));
+}
+
+Status BlocksOnly(const json::value& content, const std::string& field) {
+  if (!content.is_array()) {
+    return Status::InvalidArgument("content must be a string or an array of blocks", field);
+  }
+  const json::array& a = content.get_array();
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].is_object() || !a[i].get_object().if_contains("type") ||
+        !a[i].get_object().at("type").is_string()) {
+      return Status::InvalidArgument("a content block must be an object with a string type",
+                                     field + "[" + std::to_string(i) + "]");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<Message>> UserToEngine(const json::value& content, const std::string& field) {
+  std::vector<Message> out;
+  if (content.is_string()) {
+    out.push_back(Message::User(std::string(content.get_string())));
+    return out;
+  }
+  MISSY_RETURN_IF_ERROR(BlocksOnly(content, field));
+  Message user;
+  user.role = Role::kUser;
+  user.content_form = ContentForm::kParts;
+  const json::array& a = content.get_array();
+  for (size_t i = 0; i < a.size(); ++i) {
+    const json::object& o = a[i].get_object();
+    const std::string type = Str(o, "type");
+    if (type == "tool_result") {
+      std::string id = Str(o, "tool_use_id");
+      if (id.empty()) {
+        return Status::InvalidArgument("a tool_result needs its tool_use_id",
+                                       field + "[" + std::to_string(i) + "].tool_use_id");
+      }
+      out.push_back(Message::ToolResult(std::move(id), ToolResultText(o.if_contains("content"))));
+    } else if (type == "text") {
+      ContentPart part;
+      part.text = Str(o, "text");
+      user.parts.push_back(std::move(part));
+    } else {
+      AddOtherBlock(o, user);
+    }
+  }
+  if (!user.parts.empty() || out.empty()) {
+    // Text only: the same message as a string content (agents send one form, then the
+    // other, for the same message, as a cache marker comes and goes).
+    const bool text_only = std::all_of(user.parts.begin(), user.parts.end(), [](const ContentPart& p) {
+      return p.kind == ContentPart::Kind::kText;
+    });
+    if (text_only) out.push_back(Message::User(user.PlainText()));
+    else out.push_back(std::move(user));
+  }
+  return out;
+}
+
+Result<std::vector<Message>> AssistantToEngine(const json::value& content,
+                                               const std::string& field) {
+  Message m;
+  m.role = Role::kAssistant;
+  if (content.is_string()) {
+    m.text = std::string(content.get_string());
+    return std::vector<Message>{std::move(m)};
+  }
+  MISSY_RETURN_IF_ERROR(BlocksOnly(content, field));
+  std::string text;
+  const json::array& a = content.get_array();
+  for (size_t i = 0; i < a.size(); ++i) {
+    const json::object& o = a[i].get_object();
+    const std::string type = Str(o, "type");
+    if (type == "text") {
+      if (!text.empty()) text.push_back('\n');
+      text += Str(o, "text");
+    } else if (type == "tool_use") {
+      ToolCall call;
+      call.id = Str(o, "id");
+      call.name = Str(o, "name");
+      if (call.id.empty() || call.name.empty()) {
+        return Status::InvalidArgument("a tool_use needs an id and a name",
+                                       field + "[" + std::to_string(i) + "]");
+      }
+      const json::value* input = o.if_contains("input");
+      call.arguments = input != nullptr ? json::serialize(*input) : "{}";
+      m.tool_calls.push_back(std::move(call));
+    } else if (type == "thinking" || type == "redacted_thinking") {
+      // Kept in the native form only: the model reads them, the engine does not need to.
+    } else {
+      if (!text.empty()) text.push_back('\n');
+      text += json::serialize(o);
+    }
+  }
+  m.text = std::move(text);
+  m.content_form = m.text.empty() && !m.tool_calls.empty() ? ContentForm::kNull
+                                                           : ContentForm::kString;
+  return std::vector<Message>{std::move(m)};
+}
+
+std::string JoinSystem(const json::value& system) {
+  if (system.is_string()) return std::string(system.get_string());
+  std::string out;
+  if (!system.is_array()) return out;
+  for (const json::value& b : system.get_array()) {
+    if (!b.is_object()) continue;
+    if (!out.empty()) out += "\n";
+    out += Str(b.get_object(), "text");
+  }
+  return out;
+}
+
+json::object TextBlock(std::string text) {
+  return json::object{{"type", "text"}, {"text", std::move(text)}};
+}
+
+// A rewritten message in the API's shape: the kept engine messages of one native one.
+json::value Rewrite(const NativeMessage& original, const std::vector<Message>& engine) {
+  const json::object& o = original.native.get_object();
+  const std::string role = Str(o, "role");
+  json::array blocks;
+  if (role == "assistant") {
+    // Thinking blocks stay with their signatures (the API checks them in a tool loop).
+    if (const json::value* content = o.if_contains("content"); content && content->is_array()) {
+      for (const json::value& b : content->get_array()) {
+        std::string type = b.is_object() ? Str(b.get_object(), "type") : "";
+        if (type == "thinking" || type == "redacted_thinking") blocks.push_back(b);
+      }
+    }
+    for (const Message& m : engine) {
+      if (!m.PlainText().empty()) blocks.push_back(TextBlock(m.PlainText()));
+      for (const ToolCall& c : m.tool_calls) {
+        json::value input;
+        boost::system::error_code ec;
+        input = json::parse(c.arguments, ec);
+        if (ec || !input.is_object()) input = json::object{};
+        blocks.push_back(
+            json::object{{"type", "tool_use"}, {"id", c.id}, {"name", c.name}, {"input", input}});
+      }
+    }
+    return json::object{{"role", "assistant"}, {"content", std::move(blocks)}};
+  }
+  const std::string other_role = role == "system" ? "system" : "user";
+  for (const Message& m : engine) {
+    if (m.role == Role::kTool) {
+      blocks.push_back(json::object{
+          {"type", "tool_result"}, {"tool_use_id", m.tool_call_id}, {"content", m.PlainText()}});
+    } else {
+      blocks.push_back(TextBlock(m.PlainText()));
+    }
+  }
+  return json::object{{"role", other_role}, {"content", std::move(blocks)}};
+}
+
+const json::value* Find(const json::value& v, std::string_view key) {
+  return v.is_object() ? v.get_object().if_contains(key) : nullptr;
+}
+
+int64_t IntAt(const json::value& v, std::string_view key) {
+  const json::value* x = Find(v, key);
+  return x != nullptr && x->is_int64() ? x->get_int64()
+         : x != nullptr && x->is_uint64() ? static_cast<int64_t>(x->get_uint64())
+                                          : 0;
+}
+
+// The prompt as counted: fresh input plus what was written to and read from the cache.
+int64_t PromptTokens(const json::value& usage) {
+  return IntAt(usage, "input_tokens") + IntAt(usage, "cache_creation_input_tokens") +
+         IntAt(usage, "cache_read_input_tokens");
+}
+
+Result<Rebuilt> FromMessage(json::object message, int64_t input_tokens, int64_t output_tokens) {
+  Rebuilt r;
+  r.id = Str(message, "id");
+  r.stop_reason = Str(message, "stop_reason");
+  json::value content = message.contains("content") ? message["content"] : json::array{};
+  r.native = json::object{{"role", "assistant"}, {"content", std::move(content)}};
+  Result<std::vector<Message>> engine = AnthropicToEngine(r.native, "answer");
+  if (!engine.ok()) return engine.status();
+  r.engine = std::move(*engine);
+  r.input_tokens = input_tokens;
+  r.output_tokens = output_tokens;
+  return r;
+}
+
+class JsonAnswer final : public AnswerReader {
+ public:
+  void Feed(std::string_view piece) override { body_.append(piece); }
+  Result<Rebuilt> Finish() override {
+    boost::system::error_code ec;
+    json::value v = json::parse(body_, ec);
+    if (ec || !v.is_object() || Str(v.get_object(), "type") != "message") {
+      return Status::InvalidArgument("the answer is not a Messages response");
+    }
+    const json::value* usage = Find(v, "usage");
+    const int64_t in = usage ? PromptTokens(*usage) : 0;
+    const int64_t out = usage ? IntAt(*usage, "output_tokens") : 0;
+    return FromMessage(std::move(v.get_object()), in, out);
+  }
+  size_t partial_chars() const override { return body_.size(); }
+
+ private:
+  std::string body_;
+};
+
+class StreamAnswer final : public AnswerReader {
+ public:
+  StreamAnswer() : sse_([this](const SseEvent& e) { OnEvent(e); }) {}
+  void Feed(std::string_view piece) override { sse_.Feed(piece); }
+  Result<Rebuilt> Finish() override {
+    sse_.Finish();
+    if (!error_.empty()) return Status::Unavailable("the stream reported an error: " + error_);
+    if (!stopped_) return Status::Unavailable("the stream ended before message_stop");
+    message_["content"] = std::move(content_);
+    message_["stop_reason"] = stop_reason_;
+    return FromMessage(std::move(message_), input_tokens_, output_tokens_);
+  }
+  size_t partial_chars() const override { return chars_; }
+
+ private:
+  void OnEvent(const SseEvent& e) {
+    boost::system::error_code ec;
+    json::value v = json::parse(e.data, ec);
+    if (ec || !v.is_object()) return;
+    const std::string type = Str(v.get_object(), "type");
+    if (type == "message_start") {
+      if (const json::value* m = Find(v, "message"); m && m->is_object()) {
+        message_ = m->get_object();
+        if (const json::value* u = Find(*m, "usage")) {
+          input_tokens_ = PromptTokens(*u);
+          output_tokens_ = IntAt(*u, "output_tokens");
+        }
+      }
+    } else if (type == "content_block_start") {
+      const size_t index = static_cast<size_t>(IntAt(v, "index"));
+      const json::value* block = Find(v, "content_block");
+      if (block == nullptr || !block->is_object()) return;
+      if (content_.size() <= index) content_.resize(index + 1);
+      if (partial_json_.size() <= index) partial_json_.resize(index + 1);
+      content_[index] = *block;
+    } else if (type == "content_block_delta") {
+      const size_t index = static_cast<size_t>(IntAt(v, "index"));
+      const json::value* delta = Find(v, "delta");
+      if (delta == nullptr || index >= content_.size() || !content_[index].is_object()) return;
+      json::object& block = content_[index].get_object();
+      const std::string kind = Str(delta->get_object(), "type");
+      const auto append = [&](std::string_view key, std::string_view from) {
+        std::string add = Str(delta->get_object(), from);
+        chars_ += add.size();
+        std::string now = Str(block, key);
+        block[key] = now + add;
+      };
+      if (kind == "text_delta") {
+        append("text", "text");
+      } else if (kind == "thinking_delta") {
+        append("thinking", "thinking");
+      } else if (kind == "signature_delta") {
+        append("signature", "signature");
+      } else if (kind == "input_json_delta") {
+        std::string add = Str(delta->get_object(), "partial_json");
+        chars_ += add.size();
+        partial_json_[index] += add;
+      } else if (kind == "citations_delta") {
+        if (const json::value* c = Find(*delta, "citation")) {
+          json::value& list = block["citations"];
+          if (!list.is_array()) list = json::array{};
+          list.get_array().push_back(*c);
+        }
+      }
+    } else if (type == "content_block_stop") {
+      const size_t index = static_cast<size_t>(IntAt(v, "index"));
+      if (index >= content_.size() || !content_[index].is_object()) return;
+      json::object& block = content_[index].get_object();
+      if (block.contains("input") && index < partial_json_.size() &&
+          !partial_json_[index].empty()) {
+        json::value input = json::parse(partial_json_[index], ec);
+        block["input"] = ec ? json::value(json::object{}) : input;
+      }
+    } else if (type == "message_delta") {
+      if (const json::value* d = Find(v, "delta")) stop_reason_ = Str(d->get_object(), "stop_reason");
+      if (const json::value* u = Find(v, "usage")) {
+        if (IntAt(*u, "output_tokens") > 0) output_tokens_ = IntAt(*u, "output_tokens");
+        if (PromptTokens(*u) > 0) input_tokens_ = PromptTokens(*u);
+      }
+    } else if (type == "message_stop") {
+      stopped_ = true;
+    } else if (type == "error") {
+      const json::value* err = Find(v, "error");
+      error_ = err && err->is_object() ? Str(err->get_object(), "message") : "error";
+      if (error_.empty()) error_ = "error";
+    }
+  }
+
+  SseParser sse_;
+  json::object message_;
+  json::array content_;
+  std::vector<std::string> partial_json_;
+  std::string stop_reason_;
+  std::string error_;
+  int64_t input_tokens_ = 0;
+  int64_t output_tokens_ = 0;
+  size_t chars_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace
+
+Result<std::vector<Message>> AnthropicToEngine(const json::value& native, std::string_view field) {
+  const std::string f(field);
+  if (!native.is_object()) return Status::InvalidArgument("a message must be an object", f);
+  const json::object& o = native.get_object();
+  const std::string role = Str(o, "role");
+  const json::value* content = o.if_contains("content");
+  if (content == nullptr) return Status::InvalidArgument("a message needs content", f + ".content");
+  // "system" amid the messages: Claude Code sends its environment so; the engine reads
+  // it as the user's text.
+  if (role == "user" || role == "system") return UserToEngine(*content, f + ".content");
+  if (role == "assistant") return AssistantToEngine(*content, f + ".content");
+  return Status::InvalidArgument("role must be user, assistant or system", f + ".role");
+}
+
+Result<ParsedRequest> ParseAnthropicRequest(std::string_view body) {
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  if (ec) return Status::InvalidArgument("the body is not JSON: " + ec.message());
+  if (!v.is_object()) return Status::InvalidArgument("the body must be a JSON object");
+  ParsedRequest r;
+  r.api = Api::kAnthropic;
+  r.body = std::move(v.get_object());
+  r.model = Str(r.body, "model");
+  if (r.model.empty()) return Status::InvalidArgument("model is required", "model");
+  if (const json::value* m = r.body.if_contains("max_tokens"); m && m->is_number()) {
+    r.max_tokens = m->to_number<int64_t>();
+  }
+  if (const json::value* s = r.body.if_contains("stream"); s && s->is_bool()) {
+    r.stream = s->get_bool();
+  }
+  if (const json::value* s = r.body.if_contains("system")) r.system_text = JoinSystem(*s);
+  if (const json::value* t = r.body.if_contains("tools"); t && t->is_array()) {
+    r.tools_json = json::serialize(*t);
+  }
+  const json::value* messages = r.body.if_contains("messages");
+  if (messages == nullptr || !messages->is_array()) {
+    return Status::InvalidArgument("messages must be an array", "messages");
+  }
+  const json::array& list = messages->get_array();
+  r.messages.reserve(list.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string field = "messages[" + std::to_string(i) + "]";
+    Result<std::vector<Message>> engine = AnthropicToEngine(list[i], field);
+    if (!engine.ok()) return engine.status();
+    NativeMessage n;
+    n.native = list[i];
+    n.engine = std::move(*engine);
+    n.hash = CanonicalHash(n.engine);
+    r.messages.push_back(std::move(n));
+  }
+  return r;
+}
+
+std::string BuildAnthropicRequest(const ParsedRequest& request, const Outgoing& out) {
+  json::object body = request.body;
+  json::array messages;
+  int markers = CountCacheMarkers(body.contains("system") ? body["system"] : json::value()) +
+                CountCacheMarkers(body.contains("tools") ? body["tools"] : json::value());
+  std::optional<size_t> last_injected;
+  for (const OutItem& item : out.items) {
+    switch (item.kind) {
+      case OutItem::Kind::kNative:
+        messages.push_back(request.messages[item.index].native);
+        break;
+      case OutItem::Kind::kRewritten:
+        messages.push_back(Rewrite(request.messages[item.index], item.engine));
+        break;
+      case OutItem::Kind::kInjected: {
+        json::array blocks;
+        for (const Message& m : item.engine) blocks.push_back(TextBlock(m.PlainText()));
+        messages.push_back(json::object{{"role", "user"}, {"content", std::move(blocks)}});
+        last_injected = messages.size() - 1;
+        break;
+      }
+    }
+  }
+  if (messages.empty() || Str(messages.front().get_object(), "role") != "user") {
+    // The API wants a user message first; the kept history starts with an answer.
+    messages.insert(messages.begin(),
+                    json::object{{"role", "user"},
+                                 {"content", "[earlier conversation left out by missyd to fit "
+                                             "the context window; missyd keeps the originals]"}});
+    if (last_injected) ++*last_injected;
+  }
+  markers += CountCacheMarkers(messages);
+  if (out.mark_injected_for_cache && last_injected && markers < 4) {
+    json::array& blocks = messages[*last_injected].get_object()["content"].get_array();
+    if (!blocks.empty()) blocks.back().get_object()["cache_control"] = {{"type", "ephemeral"}};
+  }
+  if (!out.system_suffix.empty()) {
+    json::value& system = body["system"];
+    if (system.is_array()) {
+      system.get_array().push_back(TextBlock(out.system_suffix));
+    } else if (system.is_string() && !system.get_string().empty()) {
+      system = std::string(system.get_string()) + "\n\n" + out.system_suffix;
+    } else {
+      system = out.system_suffix;
+    }
+  }
+  body["messages"] = std::move(messages);
+  return json::serialize(body);
+}
+
+std::unique_ptr<AnswerReader> MakeAnthropicReader(bool stream) {
+  if (stream) return std::make_unique<StreamAnswer>();
+  return std::make_unique<JsonAnswer>();
+}
+
+std::string AnthropicError(std::string_view type, std::string_view message) {
+  return json::serialize(json::object{
+      {"type", "error"}, {"error", json::object{{"type", type}, {"message", message}}}});
+}
+
+bool IsAnthropicContextLengthError(int status, std::string_view body) {
+  if (status == 413) return true;
+  if (status != 400) return false;
+  return body.find("prompt is too long") != std::string_view::npos ||
+         body.find("exceed context limit") != std::string_view::npos ||
+         body.find("context window") != std::string_view::npos;
+}
+
+}  // namespace missy::proxy

@@ -1,0 +1,305 @@
+#include "daemon/proxy/chat_wire.h"
+
+#include <boost/json.hpp>
+#include <map>
+
+#include "core/message_json.h"
+#include "daemon/proxy/sse.h"
+
+namespace missy::proxy {
+namespace {
+
+namespace json = boost::json;
+
+std::string Str(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr || !v->is_string()) return {};
+  return std::string(v->get_string());
+}
+
+const json::value* Find(const json::value& v, std::string_view key) {
+  return v.is_object() ? v.get_object().if_contains(key) : nullptr;
+}
+
+int64_t IntAt(const json::value& v, std::string_view key) {
+  const json::value* x = Find(v, key);
+  if (x == nullptr || !x->is_number()) return 0;
+  boost::system::error_code ec;
+  int64_t n = x->to_number<int64_t>(ec);
+  return ec ? 0 : n;
+}
+
+bool IsSystemRole(const json::value& m) {
+  const json::value* role = Find(m, "role");
+  return role != nullptr && role->is_string() &&
+         (role->get_string() == "system" || role->get_string() == "developer");
+}
+
+// Content parts the engine does not model (audio, files, refusals) become text parts
+// holding their JSON, so that they are counted and hashed.
+json::value EngineContent(const json::value& content) {
+  if (!content.is_array()) return content;
+  json::array parts;
+  for (const json::value& p : content.get_array()) {
+    const json::value* type = Find(p, "type");
+    std::string t = type && type->is_string() ? std::string(type->get_string()) : "";
+    if (t == "text" || t == "image_url") {
+      parts.push_back(p);
+    } else if (t == "refusal") {
+      parts.push_back(json::object{{"type", "text"}, {"text", Str(p.get_object(), "refusal")}});
+    } else {
+      parts.push_back(json::object{{"type", "text"}, {"text", json::serialize(p)}});
+    }
+  }
+  return parts;
+}
+
+class JsonAnswer final : public AnswerReader {
+ public:
+  void Feed(std::string_view piece) override { body_.append(piece); }
+  Result<Rebuilt> Finish() override {
+    boost::system::error_code ec;
+    json::value v = json::parse(body_, ec);
+    const json::value* choices = ec ? nullptr : Find(v, "choices");
+    if (choices == nullptr || !choices->is_array() || choices->get_array().empty()) {
+      return Status::InvalidArgument("the answer is not a chat completion");
+    }
+    const json::value& choice = choices->get_array()[0];
+    const json::value* message = Find(choice, "message");
+    if (message == nullptr || !message->is_object()) {
+      return Status::InvalidArgument("the answer has no message");
+    }
+    Rebuilt r;
+    r.native = *message;
+    Result<std::vector<Message>> engine = ChatToEngine(r.native, "answer");
+    if (!engine.ok()) return engine.status();
+    r.engine = std::move(*engine);
+    r.id = Str(v.get_object(), "id");
+    r.stop_reason = choice.is_object() ? Str(choice.get_object(), "finish_reason") : "";
+    if (const json::value* u = Find(v, "usage")) {
+      r.input_tokens = IntAt(*u, "prompt_tokens");
+      r.output_tokens = IntAt(*u, "completion_tokens");
+    }
+    return r;
+  }
+  size_t partial_chars() const override { return body_.size(); }
+
+ private:
+  std::string body_;
+};
+
+class StreamAnswer final : public AnswerReader {
+ public:
+  StreamAnswer() : sse_([this](const SseEvent& e) { OnEvent(e); }) {}
+  void Feed(std::string_view piece) override { sse_.Feed(piece); }
+  Result<Rebuilt> Finish() override {
+    sse_.Finish();
+    if (!error_.empty()) return Status::Unavailable("the stream reported an error: " + error_);
+    if (!done_ && finish_reason_.empty()) {
+      return Status::Unavailable("the stream ended before its last chunk");
+    }
+    json::object message{{"role", "assistant"}};
+    message["content"] = content_.empty() && !calls_.empty() ? json::value(nullptr)
+                                                             : json::value(content_);
+    if (!refusal_.empty()) message["refusal"] = refusal_;
+    if (!calls_.empty()) {
+      json::array calls;
+      for (auto& [index, call] : calls_) {
+        calls.push_back(json::object{
+            {"id", call.id},
+            {"type", "function"},
+            {"function", json::object{{"name", call.name}, {"arguments", call.arguments}}}});
+      }
+      message["tool_calls"] = std::move(calls);
+    }
+    Rebuilt r;
+    r.native = std::move(message);
+    Result<std::vector<Message>> engine = ChatToEngine(r.native, "answer");
+    if (!engine.ok()) return engine.status();
+    r.engine = std::move(*engine);
+    r.id = id_;
+    r.stop_reason = finish_reason_;
+    r.input_tokens = input_tokens_;
+    r.output_tokens = output_tokens_;
+    return r;
+  }
+  size_t partial_chars() const override { return chars_; }
+
+ private:
+  void OnEvent(const SseEvent& e) {
+    if (e.data == "[DONE]") {
+      done_ = true;
+      return;
+    }
+    boost::system::error_code ec;
+    json::value v = json::parse(e.data, ec);
+    if (ec || !v.is_object()) return;
+    if (const json::value* err = Find(v, "error")) {
+      error_ = err->is_object() ? Str(err->get_object(), "message") : "error";
+      if (error_.empty()) error_ = "error";
+      return;
+    }
+    if (id_.empty()) id_ = Str(v.get_object(), "id");
+    if (const json::value* u = Find(v, "usage"); u && u->is_object()) {
+      input_tokens_ = IntAt(*u, "prompt_tokens");
+      output_tokens_ = IntAt(*u, "completion_tokens");
+    }
+    const json::value* choices = Find(v, "choices");
+    if (choices == nullptr || !choices->is_array()) return;
+    for (const json::value& choice : choices->get_array()) {
+      if (IntAt(choice, "index") != 0) continue;  // n > 1: the first choice is the answer
+      if (const json::value* f = Find(choice, "finish_reason"); f && f->is_string()) {
+        finish_reason_ = std::string(f->get_string());
+      }
+      const json::value* delta = Find(choice, "delta");
+      if (delta == nullptr || !delta->is_object()) continue;
+      const json::object& d = delta->get_object();
+      std::string text = Str(d, "content");
+      chars_ += text.size();
+      content_ += text;
+      refusal_ += Str(d, "refusal");
+      const json::value* calls = d.if_contains("tool_calls");
+      if (calls == nullptr || !calls->is_array()) continue;
+      for (const json::value& c : calls->get_array()) {
+        Call& call = calls_[IntAt(c, "index")];
+        if (!c.is_object()) continue;
+        if (std::string id = Str(c.get_object(), "id"); !id.empty()) call.id = id;
+        if (const json::value* fn = Find(c, "function"); fn && fn->is_object()) {
+          call.name += Str(fn->get_object(), "name");
+          std::string args = Str(fn->get_object(), "arguments");
+          chars_ += args.size();
+          call.arguments += args;
+        }
+      }
+    }
+  }
+
+  struct Call {
+    std::string id, name, arguments;
+  };
+  SseParser sse_;
+  std::string id_, content_, refusal_, finish_reason_, error_;
+  std::map<int64_t, Call> calls_;
+  int64_t input_tokens_ = 0, output_tokens_ = 0;
+  size_t chars_ = 0;
+  bool done_ = false;
+};
+
+}  // namespace
+
+Result<std::vector<Message>> ChatToEngine(const json::value& native, std::string_view field) {
+  if (!native.is_object()) return Status::InvalidArgument("a message must be an object", std::string(field));
+  const json::object& o = native.get_object();
+  json::object reduced;
+  std::string role = Str(o, "role");
+  if (role == "developer") role = "system";
+  reduced["role"] = role;
+  if (const json::value* c = o.if_contains("content")) reduced["content"] = EngineContent(*c);
+  if (role == "assistant" && Str(o, "refusal") != "" &&
+      (!reduced.contains("content") || reduced["content"].is_null())) {
+    reduced["content"] = Str(o, "refusal");
+  }
+  for (std::string_view key : {"tool_calls", "tool_call_id", "name"}) {
+    if (const json::value* x = o.if_contains(key)) reduced[key] = *x;
+  }
+  if (role == "system") reduced["role"] = "user";  // a system message amid the history
+  Result<Message> m = ParseMessage(reduced, field);
+  if (!m.ok()) return m.status();
+  return std::vector<Message>{std::move(*m)};
+}
+
+Result<ParsedRequest> ParseChatRequest(std::string_view body) {
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  if (ec) return Status::InvalidArgument("the body is not JSON: " + ec.message());
+  if (!v.is_object()) return Status::InvalidArgument("the body must be a JSON object");
+  ParsedRequest r;
+  r.api = Api::kChat;
+  r.body = std::move(v.get_object());
+  r.model = Str(r.body, "model");
+  if (r.model.empty()) return Status::InvalidArgument("model is required", "model");
+  for (std::string_view key : {"max_completion_tokens", "max_tokens"}) {
+    if (r.max_tokens == 0) r.max_tokens = IntAt(r.body, key);
+  }
+  if (const json::value* s = r.body.if_contains("stream"); s && s->is_bool()) r.stream = s->get_bool();
+  if (const json::value* t = r.body.if_contains("tools"); t && t->is_array()) {
+    r.tools_json = json::serialize(*t);
+  }
+  const json::value* messages = r.body.if_contains("messages");
+  if (messages == nullptr || !messages->is_array()) {
+    return Status::InvalidArgument("messages must be an array", "messages");
+  }
+  const json::array& list = messages->get_array();
+  while (r.leading < list.size() && IsSystemRole(list[r.leading])) {
+    const json::value* c = Find(list[r.leading], "content");
+    if (!r.system_text.empty()) r.system_text += "\n";
+    if (c && c->is_string()) {
+      r.system_text += std::string(c->get_string());
+    } else if (c && c->is_array()) {
+      for (const json::value& p : c->get_array()) {
+        if (p.is_object()) r.system_text += Str(p.get_object(), "text");
+      }
+    }
+    ++r.leading;
+  }
+  for (size_t i = r.leading; i < list.size(); ++i) {
+    Result<std::vector<Message>> engine =
+        ChatToEngine(list[i], "messages[" + std::to_string(i) + "]");
+    if (!engine.ok()) return engine.status();
+    NativeMessage n;
+    n.native = list[i];
+    n.engine = std::move(*engine);
+    n.hash = CanonicalHash(n.engine);
+    r.messages.push_back(std::move(n));
+  }
+  return r;
+}
+
+std::string BuildChatRequest(const ParsedRequest& request, const Outgoing& out) {
+  json::object body = request.body;
+  const json::array& list = request.body.at("messages").get_array();
+  json::array messages;
+  for (size_t i = 0; i < request.leading; ++i) messages.push_back(list[i]);
+  if (!out.system_suffix.empty()) {
+    json::value* last = messages.empty() ? nullptr : &messages.back();
+    json::value* content = last ? &last->get_object()["content"] : nullptr;
+    if (content && content->is_string()) {
+      *content = std::string(content->get_string()) + "\n\n" + out.system_suffix;
+    } else {
+      messages.push_back(json::object{{"role", "system"}, {"content", out.system_suffix}});
+    }
+  }
+  for (const OutItem& item : out.items) {
+    switch (item.kind) {
+      case OutItem::Kind::kNative:
+        messages.push_back(request.messages[item.index].native);
+        break;
+      case OutItem::Kind::kRewritten:
+      case OutItem::Kind::kInjected:
+        for (const Message& m : item.engine) messages.push_back(MessageToJson(m));
+        break;
+    }
+  }
+  body["messages"] = std::move(messages);
+  return json::serialize(body);
+}
+
+std::unique_ptr<AnswerReader> MakeChatReader(bool stream) {
+  if (stream) return std::make_unique<StreamAnswer>();
+  return std::make_unique<JsonAnswer>();
+}
+
+std::string OpenAiError(std::string_view type, std::string_view message, std::string_view code) {
+  return json::serialize(json::object{{"error", json::object{{"message", message},
+                                                             {"type", type},
+                                                             {"param", nullptr},
+                                                             {"code", code}}}});
+}
+
+bool IsOpenAiContextLengthError(int status, std::string_view body) {
+  if (status != 400 && status != 413) return false;
+  return body.find("context_length_exceeded") != std::string_view::npos ||
+         body.find("maximum context length") != std::string_view::npos;
+}
+
+}  // namespace missy::proxy

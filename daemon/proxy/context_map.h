@@ -1,0 +1,24 @@
+// MapContext: the context the engine assembled, as the items of what the proxy sends.
+// Each kept history message is traced back to the agent's message it came from (by seq);
+// a message whose engine messages are all kept and unchanged goes out as the agent sent
+// it (JSON-equal: signatures, cache markers, unknown fields), one the engine pruned,
+// truncated or kept only in part is rewritten, and summaries and the pinned task are
+// injected. Pure.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/assembler.h"
+#include "daemon/proxy/wire.h"
+#include "storage/proxy_store.h"
+
+namespace missy::proxy {
+
+// `natives[i]` is stored as the engine messages rows[i].first_seq .. + rows[i].seq_count;
+// `agent_system` is the system prompt the context was built with. `ctx` holds no new
+// message (everything the agent sent was appended first).
+Outgoing MapContext(const AssembledContext& ctx, const std::vector<NativeMessage>& natives,
+                    const std::vector<ProxyNativeRow>& rows, const std::string& agent_system);
+
+}  // namespace missy::proxy

@@ -1,0 +1,366 @@
+// ProxyService::Managed: one managed request (Anthropic Messages, OpenAI Chat
+// Completions), as the table of contents below says.
+#include <spdlog/spdlog.h>
+
+#include <boost/json.hpp>
+#include <span>
+
+#include "daemon/audit/audit_bus.h"
+#include "daemon/proxy/context_map.h"
+#include "daemon/proxy/proxy_call.h"
+#include "daemon/proxy/relay.h"
+#include "daemon/proxy/responses_wire.h"
+#include "daemon/service/counting.h"
+#include "daemon/service/services.h"
+#include "storage/stores.h"
+
+namespace missy::proxy {
+namespace {
+
+namespace json = boost::json;
+
+struct Codec {
+  Result<ParsedRequest> (*parse)(std::string_view);
+  std::string (*build)(const ParsedRequest&, const Outgoing&);
+  std::unique_ptr<AnswerReader> (*reader)(bool);
+  bool (*context_length)(int, std::string_view);
+};
+
+Codec CodecFor(Api api) {
+  switch (api) {
+    case Api::kAnthropic:
+      return {ParseAnthropicRequest, BuildAnthropicRequest, MakeAnthropicReader,
+              IsAnthropicContextLengthError};
+    case Api::kResponses:
+      return {ParseResponsesRequest, BuildResponsesRequest, MakeResponsesReader,
+              IsOpenAiContextLengthError};
+    case Api::kChat:
+      break;
+  }
+  return {ParseChatRequest, BuildChatRequest, MakeChatReader, IsOpenAiContextLengthError};
+}
+
+// Reads what is stored of a conversation, once per daemon run.
+Status Load(Services& s, Conversation& c) {
+  if (c.loaded) return Status::Ok();
+  Result<std::optional<ProxyKey>> key = s.deps.stores->proxy.Key(c.key);
+  if (!key.ok()) return key.status();
+  if (*key) {
+    c.session_id = (*key)->session_id;
+    c.branches = (*key)->branches;
+  }
+  c.rows.clear();
+  c.last_seq = 0;
+  Result<Session> session = s.sessions.Get(c.session_id);
+  if (!session.ok() && session.status().code() != StatusCode::kNotFound) return session.status();
+  c.exists = session.ok();
+  if (c.exists) {
+    Result<std::vector<ProxyNativeRow>> rows = s.deps.stores->proxy.Load(c.session_id, false);
+    if (!rows.ok()) return rows.status();
+    c.rows = std::move(*rows);
+    if (!c.rows.empty()) c.last_seq = c.rows.back().first_seq + c.rows.back().seq_count - 1;
+    if (session->last_seq != c.last_seq) {
+      // Messages stored without their native form (appended through the API, or by a
+      // daemon that stopped between the two): no request can match them.
+      c.rows.clear();
+      c.last_seq = -1;
+    }
+  }
+  c.loaded = true;
+  return Status::Ok();
+}
+
+// The conversation continues in a new session (the agent rewrote its history).
+void Branch(Services& s, Conversation& c, const std::string& base) {
+  for (;;) {
+    ++c.branches;
+    c.session_id = base + ":b" + std::to_string(c.branches);
+    if (!s.sessions.Get(c.session_id).ok()) break;
+  }
+  c.exists = false;
+  c.rows.clear();
+  c.last_seq = 0;
+}
+
+Status EnsureSession(Services& s, Conversation& c, const ParsedRequest& request) {
+  if (c.exists) return Status::Ok();
+  Session session;
+  session.id = c.session_id;
+  session.model = request.model;
+  session.system_prompt = request.system_text;
+  session.metadata_json =
+      json::serialize(json::object{{"proxy", true}, {"api", ApiName(request.api)}});
+  Result<Session> made = Await<Session>(
+      [&](Done<Session> done) { s.sessions.Create(session, false, std::move(done)); });
+  if (!made.ok()) return made.status();
+  c.exists = true;
+  return Status::Ok();
+}
+
+// Appends `natives` as the conversation's messages c.rows.size() on: their engine
+// messages, and their rows in the same commit.
+Status AppendNatives(Services& s, Conversation& c, std::span<const NativeMessage> natives) {
+  if (natives.empty()) return Status::Ok();
+  const size_t from = c.rows.size();
+  AppendRequest append;
+  append.session_id = c.session_id;
+  std::vector<size_t> counts;
+  for (const NativeMessage& n : natives) {
+    counts.push_back(n.engine.size());
+    for (const Message& m : n.engine) append.messages.push_back(m);
+  }
+  auto rows = std::make_shared<std::vector<ProxyNativeRow>>();
+  const ProxyKey key{c.session_id, c.branches};
+  const std::string conversation_key = c.key;
+  append.also_write = [&, rows, counts, from, key, conversation_key](
+                          Txn& txn, const std::vector<StoredMessage>& stored) -> Status {
+    size_t k = 0;
+    for (size_t j = 0; j < counts.size(); ++j) {
+      ProxyNativeRow row;
+      row.idx = static_cast<int64_t>(from + j);
+      row.hash = natives[j].hash;
+      row.first_seq = stored.at(k).seq;
+      row.seq_count = static_cast<int64_t>(counts[j]);
+      row.native = json::serialize(natives[j].native);
+      k += counts[j];
+      rows->push_back(std::move(row));
+    }
+    MISSY_RETURN_IF_ERROR(s.deps.stores->proxy.Append(txn, key.session_id, *rows));
+    return s.deps.stores->proxy.SetKey(txn, conversation_key, key);
+  };
+  std::promise<AppendOutcome> promise;
+  auto future = promise.get_future();
+  s.sessions.Append(std::move(append),
+                    [&promise](AppendOutcome out) { promise.set_value(std::move(out)); });
+  AppendOutcome out = future.get();
+  if (!out.status.ok()) return out.status;
+  for (ProxyNativeRow& r : *rows) {
+    r.native.clear();
+    c.rows.push_back(std::move(r));
+  }
+  if (!c.rows.empty()) c.last_seq = c.rows.back().first_seq + c.rows.back().seq_count - 1;
+  return Status::Ok();
+}
+
+// Tool definitions and the request's other fields, as the budget counts them.
+int64_t FixedTokens(const DaemonConfig& config, Services& s, const ParsedRequest& request) {
+  Session probe;
+  probe.model = request.model;
+  MessageTokenCounter counter = CounterFor(config, s.deps.tokenizers, probe);
+  int64_t tokens = request.tools_json == "[]" ? 0 : counter.CountToolDefinitions(request.tools_json);
+  json::object rest;
+  for (const auto& [key, value] : request.body) {
+    if (key == "messages" || key == "system" || key == "tools" || key == "model" ||
+        key == "max_tokens" || key == "stream" || key == "input" || key == "instructions") {
+      continue;
+    }
+    rest[key] = value;
+  }
+  if (!rest.empty()) tokens += counter.CountText(json::serialize(rest));
+  return tokens;
+}
+
+}  // namespace
+
+void ProxyService::Managed(Call& call, Api api_kind) {
+  Services& s = services_;
+  const Codec codec = CodecFor(api_kind);
+  const std::string api(ApiName(api_kind));
+
+  // 1. What the agent sent.
+  Result<ParsedRequest> parsed = codec.parse(call.request.body);
+  if (!parsed.ok()) {
+    const std::string field = parsed.status().field();
+    return call.Fail(400, "invalid_request_error",
+                     "missyd proxy: " + parsed.status().message() +
+                         (field.empty() ? "" : " (" + field + ")"));
+  }
+  ParsedRequest& request = *parsed;
+
+  // 2. Which conversation, and how much of it is stored.
+  Identity identity = IdentifyConversation(call.path.session, call.request.headers, request);
+  std::optional<Conversations::Held> held(conversations_.Hold(identity));
+  if (Status st = Load(s, **held); !st.ok()) {
+    return call.Fail(500, "api_error", "missyd proxy: " + st.message());
+  }
+  if (!(*held)->rows.empty() && !request.messages.empty() &&
+      (*held)->rows.front().hash != request.messages.front().hash) {
+    // Another conversation under the same name (an agent's side call: a title, a summary
+    // of its own): a session of its own, "NAME.<first message hash>".
+    const std::string tag = request.messages.front().hash.substr(0, 8);
+    identity = Identity{identity.key + "." + tag, identity.session_id + "." + tag, identity.source};
+    held.reset();
+    held.emplace(conversations_.Hold(identity));
+    if (Status st = Load(s, **held); !st.ok()) {
+      return call.Fail(500, "api_error", "missyd proxy: " + st.message());
+    }
+  }
+  Conversation& conversation = **held;
+  size_t common = CommonPrefix(conversation.rows, request.messages);
+  const bool diverged = conversation.last_seq < 0 || common < conversation.rows.size();
+  if (diverged) {
+    const std::string from = conversation.session_id;
+    const size_t stored = conversation.rows.size();
+    Branch(s, conversation, identity.session_id);
+    s.deps.audit->Emit(AuditRecord{"proxy.history_diverged", "context", "allow",
+                                   conversation.session_id,
+                                   AuditDetail()
+                                       .Add("from_session", from)
+                                       .Add("at_message", common)
+                                       .Add("stored_messages", stored)
+                                       .Add("agent_messages", request.messages.size())});
+    spdlog::info("proxy: {} rewrote its history at message {}: continuing in session {}", from,
+                 common, conversation.session_id);
+    common = 0;
+  }
+
+  // 3. Store what is new (the whole list for a new or branched conversation).
+  Status stored = EnsureSession(s, conversation, request);
+  if (stored.ok()) {
+    stored = AppendNatives(s, conversation,
+                           std::span<const NativeMessage>(request.messages).subspan(common));
+  }
+  if (!stored.ok()) {
+    conversations_.Forget(conversation);
+    return call.Fail(stored.code() == StatusCode::kInvalidArgument ||
+                             stored.code() == StatusCode::kUnprocessable
+                         ? 400
+                         : 500,
+                     "invalid_request_error", "missyd proxy: cannot store the conversation: " +
+                                                  stored.message());
+  }
+
+  // 4. The context for the request's model: its window, its max_tokens as the output.
+  ContextRequest context;
+  context.session_id = conversation.session_id;
+  context.system_prompt = request.system_text;
+  context.tool_tokens = FixedTokens(*call.config, s, request);
+  if (std::optional<ModelSpec> spec = call.config->models.Lookup(request.model)) {
+    context.context_window = spec->context_window;
+    int64_t out = request.max_tokens > 0 ? request.max_tokens : spec->max_output_tokens;
+    context.max_output_tokens = std::min(out, spec->context_window - 1);
+  }
+  const auto build = [&](bool reset) -> Result<ContextOutcome> {
+    ContextRequest r = context;
+    r.reset_anchor = reset;
+    return Await<ContextOutcome>(
+        [&](Done<ContextOutcome> done) { s.context.Build(std::move(r), std::move(done)); });
+  };
+  Result<ContextOutcome> built = build(false);
+  if (!built.ok()) {
+    const bool overflow = built.status().code() == StatusCode::kContextOverflow;
+    return call.Fail(overflow ? 400 : 500, overflow ? "invalid_request_error" : "api_error",
+                     "missyd proxy: " + built.status().message());
+  }
+
+  // 5. Upstream, relayed as it streams; a context-length refusal compacts and retries once.
+  Result<UpstreamTarget> upstream =
+      upstreams_.For(*call.config, call.family, request.model, call.path.rest);
+  if (!upstream.ok()) {
+    return call.Fail(500, "api_error", "missyd proxy: " + upstream.status().message());
+  }
+  const provider::HeaderList headers =
+      ForwardHeaders(call.request.headers, upstream->credentials);
+  std::unique_ptr<AnswerReader> reader;
+  RelayOutcome out;
+  Outgoing sent;
+  bool retried = false;
+  for (int attempt = 0;; ++attempt) {
+    sent = MapContext(built->context, request.messages, conversation.rows, request.system_text);
+    const std::string body = codec.build(request, sent);
+    reader = codec.reader(request.stream);
+    out = Relay(*upstream, "POST", headers, body, *call.exchange, reader.get());
+    if (attempt > 0 || out.relayed || out.failed ||
+        !codec.context_length(out.status, out.held_body)) {
+      break;
+    }
+    SummarizeRequest compact;
+    compact.session_id = conversation.session_id;
+    compact.force = true;
+    compact.reason = "context_length_exceeded";
+    compact.llm_budget = kCompactLlmBudget;
+    Result<SummarizeOutcome> compacted = Await<SummarizeOutcome>(
+        [&](Done<SummarizeOutcome> done) { s.summarization.Compact(compact, std::move(done)); });
+    if (!compacted.ok()) break;
+    Result<ContextOutcome> again = build(true);
+    if (!again.ok()) break;
+    built = std::move(again);
+    retried = true;
+  }
+  if (!out.relayed) {
+    if (out.status != 0 && !out.failed) {
+      SendHeld(*call.exchange, out);
+    } else {
+      const bool timeout = out.failure.kind == provider::ProviderErrorKind::kTimeout;
+      call.Fail(timeout ? 504 : 502, "api_error",
+                "missyd proxy: the upstream " + upstream->base + " did not answer: " +
+                    out.failure.message);
+    }
+  }
+
+  // 6. The answer joins the conversation; its usage calibrates the counts.
+  std::string answer_state = out.complete ? "complete" : out.client_gone ? "client_gone" : "none";
+  int64_t prompt_tokens = 0;
+  if (out.complete) {
+    Result<Rebuilt> answer = reader->Finish();
+    if (answer.ok()) {
+      prompt_tokens = answer->input_tokens;
+      const NativeMessage native{answer->native, answer->engine, CanonicalHash(answer->engine)};
+      if (Status st = AppendNatives(s, conversation, std::span<const NativeMessage>(&native, 1));
+          !st.ok()) {
+        spdlog::warn("proxy: cannot store the answer of session {}: {}", conversation.session_id,
+                     st.message());
+        conversations_.Forget(conversation);
+        answer_state = "not_stored";
+      }
+      EndRelayed(out);  // stored: the agent may see the answer's end now
+      if (answer->input_tokens > 0) {
+        UsageReport usage{conversation.session_id, built->context_id, answer->input_tokens,
+                          answer->output_tokens};
+        (void)Await<UsageOutcome>(
+            [&](Done<UsageOutcome> done) { s.usage.Report(usage, std::move(done)); });
+      }
+    } else {
+      answer_state = "unreadable";
+      spdlog::warn("proxy: the answer for session {} could not be read back: {}",
+                   conversation.session_id, answer.status().message());
+    }
+  } else if (out.relayed) {
+    answer_state = out.client_gone ? "client_gone" : "cut";
+  }
+
+  EndRelayed(out);  // when the answer could not be stored
+
+  const ContextReport& report = built->context.report;
+  int64_t native_sent = 0;
+  for (const OutItem& item : sent.items) native_sent += item.kind == OutItem::Kind::kNative;
+  s.deps.audit->Emit(AuditRecord{
+      "proxy.request", "provider", out.status >= 200 && out.status < 300 ? "allow" : "error",
+      conversation.session_id,
+      AuditDetail()
+          .Add("api", api)
+          .Add("model", request.model)
+          .Add("managed", true)
+          .Add("identity", identity.source)
+          .Add("stream", request.stream)
+          .Add("agent_messages", request.messages.size())
+          .Add("new_messages", request.messages.size() - common)
+          .Add("sent_messages", sent.items.size())
+          .Add("sent_unchanged", native_sent)
+          .Add("sent_tokens", report.used_tokens)
+          .Add("window", report.context_window)
+          .Add("dropped", report.dropped_messages)
+          .Add("summarized", report.covered_messages)
+          .Add("summaries", report.summaries_included)
+          .Add("context_id", built->context_id)
+          .Add("upstream", upstream->base)
+          .Add("upstream_status", out.status)
+          .Add("retried_after_compaction", retried)
+          .Add("answer", answer_state)
+          .Add("partial_chars", out.complete ? size_t{0} : reader->partial_chars())
+          .Add("prompt_tokens", prompt_tokens)
+          .Add("first_byte_ms", out.first_byte_ms)
+          .Add("duration_ms", MsSince(call.start))});
+}
+
+}  // namespace missy::proxy

@@ -1,0 +1,168 @@
+#include "daemon/proxy/proxy_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/json.hpp>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include "daemon/audit/audit_bus.h"
+#include "daemon/proxy/anthropic_wire.h"
+#include "daemon/proxy/chat_wire.h"
+#include "daemon/proxy/context_map.h"
+#include "daemon/proxy/proxy_call.h"
+#include "daemon/proxy/relay.h"
+#include "daemon/service/counting.h"
+#include "daemon/service/services.h"
+#include "storage/stores.h"
+
+namespace missy::proxy {
+namespace {
+
+namespace json = boost::json;
+bool ConstantTimeEqual(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  size_t start = s.find_first_not_of(" \t");
+  return start == std::string::npos ? std::string() : s.substr(start);
+}
+
+}  // namespace
+
+ProxyService::ProxyService(Services& services) : services_(services) {}
+
+ProxyService::~ProxyService() { Stop(std::chrono::seconds(10)); }
+
+void ProxyService::Stop(std::chrono::milliseconds grace) {
+  stopping_ = true;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!idle_.wait_for(lock, grace, [this] { return active_.load() == 0; })) {
+    spdlog::warn("proxy: {} request(s) still running after the shutdown grace", active_.load());
+    // Relay threads hold references to the services: wait for them regardless.
+    idle_.wait(lock, [this] { return active_.load() == 0; });
+  }
+}
+
+void ProxyService::Handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
+  auto call = std::make_shared<Call>();
+  call->request = std::move(request);
+  call->exchange = std::move(exchange);
+  call->config = services_.deps.config->Get();
+  call->path = SplitPath(call->request.target);
+  // The path says which API; for paths both have (/v1/models), the client's headers do.
+  const std::string path = PathOnly(call->path.rest);
+  const bool openai_path = path.find("/chat/completions") != std::string::npos ||
+                           path.find("/responses") != std::string::npos ||
+                           path.find("/embeddings") != std::string::npos;
+  call->family = !openai_path && (path.find("/messages") != std::string::npos ||
+                                  call->request.headers.count("anthropic-version") != 0)
+                     ? Family::kAnthropic
+                     : Family::kOpenAi;
+  if (stopping_) return call->Fail(503, "overloaded_error", "missyd is shutting down");
+  ++active_;
+  std::thread([this, call] {
+    try {
+      Run(call);
+    } catch (const std::exception& e) {
+      spdlog::error("proxy: {} {} failed: {}", call->request.method, PathOnly(call->path.rest),
+                    e.what());
+      call->Fail(500, "api_error", std::string("missyd proxy: internal error: ") + e.what());
+    }
+    call->exchange.reset();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--active_ == 0) idle_.notify_all();
+  }).detach();
+}
+
+void ProxyService::Run(const std::shared_ptr<Call>& call) {
+  const ProxyConfig& cfg = call->config->proxy;
+  if (!cfg.token_file.empty()) {
+    std::ifstream in(cfg.token_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string token = Trimmed(text.str());
+    if (!in || token.empty()) {
+      return call->Fail(500, "api_error",
+                        "missyd proxy: context.proxy.token_file cannot be read or is empty");
+    }
+    auto h = call->request.headers.find("x-missy-token");
+    const std::string given = h != call->request.headers.end() ? h->second : call->path.token;
+    if (!ConstantTimeEqual(given, token)) {
+      services_.deps.audit->Emit(AuditRecord{
+          "proxy.refused", "security", "deny", "",
+          AuditDetail().Add("reason", "token").Add("listener", call->request.listener)});
+      return call->Fail(401, "authentication_error",
+                        "missyd proxy: a proxy token is required (X-Missy-Token header or a "
+                        "/t/TOKEN path prefix; see context.proxy.token_file)");
+    }
+  }
+  const std::string path = PathOnly(call->path.rest);
+  if (call->request.method == "POST") {
+    if (path == "/v1/messages" || path == "/messages") return Managed(*call, Api::kAnthropic);
+    if (path == "/v1/chat/completions" || path == "/chat/completions") {
+      return Managed(*call, Api::kChat);
+    }
+    if ((path == "/v1/responses" || path == "/responses") &&
+        call->request.body.find("\"previous_response_id\"") == std::string::npos) {
+      return Managed(*call, Api::kResponses);
+    }
+  }
+  Passthrough(*call);
+}
+
+void ProxyService::Passthrough(Call& call) {
+  std::string model;
+  std::string reason = "not managed";
+  if (!call.request.body.empty()) {
+    boost::system::error_code ec;
+    json::value v = json::parse(call.request.body, ec);
+    if (!ec && v.is_object()) {
+      if (const json::value* m = v.get_object().if_contains("model"); m && m->is_string()) {
+        model = std::string(m->get_string());
+      }
+      if (v.get_object().contains("previous_response_id")) {
+        reason = "previous_response_id: the provider holds the history";
+      }
+    }
+  }
+  Result<UpstreamTarget> up =
+      upstreams_.For(*call.config, call.family, model, call.path.rest);
+  if (!up.ok()) return call.Fail(500, "api_error", "missyd proxy: " + up.status().message());
+  RelayOutcome out = Relay(*up, call.request.method, ForwardHeaders(call.request.headers, up->credentials),
+                           call.request.body, *call.exchange, nullptr);
+  EndRelayed(out);
+  if (!out.relayed) {
+    if (out.status != 0 && !out.failed) {
+      SendHeld(*call.exchange, out);
+    } else {
+      const bool timeout = out.failure.kind == provider::ProviderErrorKind::kTimeout;
+      call.Fail(timeout ? 504 : 502, "api_error",
+                "missyd proxy: the upstream " + up->base + " did not answer: " +
+                    out.failure.message);
+    }
+  }
+  services_.deps.audit->Emit(AuditRecord{
+      "proxy.request", "provider", out.status >= 200 && out.status < 300 ? "allow" : "error",
+      call.path.session,
+      AuditDetail()
+          .Add("api", call.family == Family::kAnthropic ? "anthropic" : "openai")
+          .Add("method", call.request.method)
+          .Add("path", PathOnly(call.path.rest))
+          .Add("managed", false)
+          .Add("reason", reason)
+          .Add("model", model)
+          .Add("upstream", up->base)
+          .Add("upstream_status", out.status)
+          .Add("first_byte_ms", out.first_byte_ms)
+          .Add("duration_ms", MsSince(call.start))});
+}
+
+}  // namespace missy::proxy

@@ -1,0 +1,56 @@
+// Relay: one upstream call for one agent request. A 2xx answer is streamed to the agent
+// as it arrives (status, headers, then each piece of the body, unchanged), and fed to the
+// AnswerReader that rebuilds the assistant message; the next piece is read only once the
+// agent's connection has taken the last ones (back-pressure), and an agent that goes away
+// cancels the upstream call. A non-2xx answer is held back whole for the caller, which may
+// retry (a context-length refusal) or pass it on (SendHeld). Blocking: run it on a relay
+// thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "daemon/net/server.h"
+#include "daemon/provider/http_transport.h"
+#include "daemon/proxy/upstreams.h"
+#include "daemon/proxy/wire.h"
+
+namespace missy::proxy {
+
+struct RelayOutcome {
+  int status = 0;            // the upstream's status (0: no answer)
+  bool relayed = false;      // the answer went to the agent (head at least)
+  bool complete = false;     // the whole answer was received and handed on
+  bool client_gone = false;  // the agent went away mid-answer: the upstream call was cut
+  bool failed = false;       // no complete answer: `failure` says why
+  provider::TransportFailure failure;
+  // A non-2xx answer, held back.
+  std::string held_body;
+  std::string held_content_type;
+  HttpHeaderList held_headers;
+  int64_t first_byte_ms = 0;  // from the call's start to the answer's head
+  int64_t bytes = 0;          // body bytes relayed
+  // A complete answer's stream to the agent, left open: the caller stores the answer,
+  // then ends it (EndRelayed), so that an agent that saw the end finds it stored.
+  std::shared_ptr<BodyStream> open_stream;
+};
+
+// Headers of the agent's request to send on: all but hop-by-hop ones, Host,
+// Content-Length, Accept-Encoding (the answer must be readable here), the proxy's own
+// (x-missy-*) and, when `credentials` is not empty, the ones it replaces.
+provider::HeaderList ForwardHeaders(const std::map<std::string, std::string>& from_agent,
+                                    const provider::HeaderList& credentials);
+
+RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
+                   const provider::HeaderList& headers, const std::string& body,
+                   HttpExchange& exchange, AnswerReader* reader);
+
+// Ends the agent's stream of a complete answer (idempotent).
+void EndRelayed(RelayOutcome& outcome);
+
+// Passes a held answer on to the agent as it came.
+void SendHeld(HttpExchange& exchange, const RelayOutcome& outcome);
+
+}  // namespace missy::proxy

@@ -1,0 +1,350 @@
+#include "daemon/proxy/responses_wire.h"
+
+#include <boost/json.hpp>
+
+#include "daemon/proxy/sse.h"
+
+namespace missy::proxy {
+namespace {
+
+namespace json = boost::json;
+
+std::string Str(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr || !v->is_string()) return {};
+  return std::string(v->get_string());
+}
+
+const json::value* Find(const json::value& v, std::string_view key) {
+  return v.is_object() ? v.get_object().if_contains(key) : nullptr;
+}
+
+int64_t IntAt(const json::value& v, std::string_view key) {
+  const json::value* x = Find(v, key);
+  if (x == nullptr || !x->is_number()) return 0;
+  boost::system::error_code ec;
+  int64_t n = x->to_number<int64_t>(ec);
+  return ec ? 0 : n;
+}
+
+std::string Type(const json::object& item) {
+  std::string type = Str(item, "type");
+  if (type.empty() && item.contains("role")) return "message";  // the easy input form
+  return type;
+}
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+bool IsOutput(const std::string& type) { return EndsWith(type, "_call_output"); }
+
+// Produced by the model: reasoning, assistant messages and calls of every kind.
+bool IsModelItem(const json::object& item) {
+  const std::string type = Type(item);
+  if (type == "message") return Str(item, "role") == "assistant";
+  return !IsOutput(type);
+}
+
+// The text of a message's content or of a call's output: a string, or its parts' text.
+std::string ContentText(const json::value* content) {
+  if (content == nullptr || content->is_null()) return {};
+  if (content->is_string()) return std::string(content->get_string());
+  if (!content->is_array()) return json::serialize(*content);
+  std::string out;
+  for (const json::value& p : content->get_array()) {
+    if (!out.empty()) out.push_back('\n');
+    if (!p.is_object()) continue;
+    const std::string type = Str(p.get_object(), "type");
+    if (type == "input_text" || type == "output_text" || type == "text") {
+      out += Str(p.get_object(), "text");
+    } else if (type == "refusal") {
+      out += Str(p.get_object(), "refusal");
+    } else {
+      out += "[" + type + "]";
+    }
+  }
+  return out;
+}
+
+// One assistant engine message for a run of model items.
+Message ModelTurn(const json::array& items) {
+  Message m;
+  m.role = Role::kAssistant;
+  for (const json::value& v : items) {
+    const json::object& item = v.get_object();
+    const std::string type = Type(item);
+    if (type == "reasoning") continue;  // opaque (encrypted_content): native only
+    if (type == "message") {
+      if (!m.text.empty()) m.text.push_back('\n');
+      m.text += ContentText(item.if_contains("content"));
+      continue;
+    }
+    const std::string call_id = Str(item, "call_id");
+    if (EndsWith(type, "_call") && !call_id.empty()) {
+      ToolCall call;
+      call.id = call_id;
+      call.name = Str(item, "name");
+      if (call.name.empty()) call.name = type;
+      if (const json::value* a = item.if_contains("arguments"); a && a->is_string()) {
+        call.arguments = std::string(a->get_string());
+      } else if (const json::value* in = item.if_contains("input")) {
+        call.arguments = in->is_string() ? std::string(in->get_string()) : json::serialize(*in);
+      } else if (const json::value* action = item.if_contains("action")) {
+        call.arguments = json::serialize(*action);
+      }
+      m.tool_calls.push_back(std::move(call));
+      continue;
+    }
+    // Server-side tool items (web search, ...): their JSON, so they are counted.
+    if (!m.text.empty()) m.text.push_back('\n');
+    m.text += json::serialize(item);
+  }
+  m.content_form =
+      m.text.empty() && !m.tool_calls.empty() ? ContentForm::kNull : ContentForm::kString;
+  return m;
+}
+
+json::object InputText(const std::string& role, std::string text) {
+  return json::object{
+      {"type", "message"},
+      {"role", role},
+      {"content", json::array{{{"type", role == "assistant" ? "output_text" : "input_text"},
+                               {"text", std::move(text)}}}}};
+}
+
+// A rewritten group in the API's shape.
+json::array Rewrite(const NativeMessage& original, const std::vector<Message>& engine) {
+  json::array out;
+  const json::array& items = original.native.get_array();
+  const json::object& first = items.front().get_object();
+  if (IsModelItem(first)) {
+    for (const json::value& v : items) {  // reasoning stays with its encrypted content
+      if (Type(v.get_object()) == "reasoning") out.push_back(v);
+    }
+    for (const Message& m : engine) {
+      if (!m.PlainText().empty()) out.push_back(InputText("assistant", m.PlainText()));
+      for (const ToolCall& c : m.tool_calls) {
+        out.push_back(json::object{{"type", "function_call"},
+                                   {"call_id", c.id},
+                                   {"name", c.name},
+                                   {"arguments", c.arguments}});
+      }
+    }
+    return out;
+  }
+  if (IsOutput(Type(first))) {
+    for (const Message& m : engine) {
+      out.push_back(json::object{{"type", Type(first)}, {"call_id", m.tool_call_id},
+                                 {"output", m.PlainText()}});
+    }
+    return out;
+  }
+  for (const Message& m : engine) out.push_back(InputText("user", m.PlainText()));
+  return out;
+}
+
+Result<Rebuilt> FromResponse(const json::value& response) {
+  const json::value* output = Find(response, "output");
+  if (output == nullptr || !output->is_array()) {
+    return Status::InvalidArgument("the answer is not a response object");
+  }
+  Result<std::vector<NativeMessage>> groups =
+      ResponsesItemsToNatives(output->get_array(), "answer");
+  if (!groups.ok()) return groups.status();
+  Rebuilt r;
+  r.native = output->get_array();
+  for (NativeMessage& g : *groups) {
+    for (Message& m : g.engine) r.engine.push_back(std::move(m));
+  }
+  if (r.engine.empty()) r.engine.push_back(Message::Assistant(""));
+  if (r.engine.size() > 1) {
+    // An answer is one turn: fold its parts into one assistant message.
+    Message one = Message::Assistant("");
+    for (const Message& m : r.engine) {
+      if (!m.PlainText().empty()) one.text += (one.text.empty() ? "" : "\n") + m.PlainText();
+      for (const ToolCall& c : m.tool_calls) one.tool_calls.push_back(c);
+    }
+    r.engine = {std::move(one)};
+  }
+  r.id = response.is_object() ? Str(response.get_object(), "id") : "";
+  r.stop_reason = response.is_object() ? Str(response.get_object(), "status") : "";
+  if (const json::value* u = Find(response, "usage")) {
+    r.input_tokens = IntAt(*u, "input_tokens");
+    r.output_tokens = IntAt(*u, "output_tokens");
+  }
+  return r;
+}
+
+class JsonAnswer final : public AnswerReader {
+ public:
+  void Feed(std::string_view piece) override { body_.append(piece); }
+  Result<Rebuilt> Finish() override {
+    boost::system::error_code ec;
+    json::value v = json::parse(body_, ec);
+    if (ec) return Status::InvalidArgument("the answer is not JSON");
+    return FromResponse(v);
+  }
+  size_t partial_chars() const override { return body_.size(); }
+
+ private:
+  std::string body_;
+};
+
+class StreamAnswer final : public AnswerReader {
+ public:
+  StreamAnswer() : sse_([this](const SseEvent& e) { OnEvent(e); }) {}
+  void Feed(std::string_view piece) override { sse_.Feed(piece); }
+  Result<Rebuilt> Finish() override {
+    sse_.Finish();
+    if (!error_.empty()) return Status::Unavailable("the stream reported an error: " + error_);
+    if (!completed_) return Status::Unavailable("the stream ended before response.completed");
+    json::value response = completed_response_;
+    // Some servers leave the final output empty: the items seen done stand in for it.
+    const json::value* output = Find(response, "output");
+    if ((output == nullptr || !output->is_array() || output->get_array().empty()) &&
+        !items_.empty() && response.is_object()) {
+      response.get_object()["output"] = items_;
+    }
+    return FromResponse(response);
+  }
+  size_t partial_chars() const override { return chars_; }
+
+ private:
+  void OnEvent(const SseEvent& e) {
+    boost::system::error_code ec;
+    json::value v = json::parse(e.data, ec);
+    if (ec || !v.is_object()) return;
+    const std::string type = Str(v.get_object(), "type");
+    if (type == "response.output_text.delta" || type == "response.function_call_arguments.delta") {
+      chars_ += Str(v.get_object(), "delta").size();
+    } else if (type == "response.output_item.done") {
+      if (const json::value* item = Find(v, "item")) items_.push_back(*item);
+    } else if (type == "response.completed") {
+      if (const json::value* r = Find(v, "response")) completed_response_ = *r;
+      completed_ = true;
+    } else if (type == "response.failed" || type == "response.incomplete" || type == "error") {
+      error_ = type;
+      if (const json::value* r = Find(v, "response")) {
+        if (const json::value* err = Find(*r, "error"); err && err->is_object()) {
+          error_ += ": " + Str(err->get_object(), "message");
+        }
+      }
+      if (type == "error") error_ += ": " + Str(v.get_object(), "message");
+    }
+  }
+
+  SseParser sse_;
+  json::array items_;
+  json::value completed_response_;
+  std::string error_;
+  size_t chars_ = 0;
+  bool completed_ = false;
+};
+
+}  // namespace
+
+Result<std::vector<NativeMessage>> ResponsesItemsToNatives(const json::array& items,
+                                                           std::string_view field) {
+  std::vector<NativeMessage> out;
+  size_t i = 0;
+  while (i < items.size()) {
+    const std::string f = std::string(field) + "[" + std::to_string(i) + "]";
+    if (!items[i].is_object()) return Status::InvalidArgument("an item must be an object", f);
+    const json::object& item = items[i].get_object();
+    const std::string type = Type(item);
+    if (type.empty()) return Status::InvalidArgument("an item needs a type", f + ".type");
+    NativeMessage n;
+    json::array group;
+    if (IsModelItem(item)) {
+      while (i < items.size() && items[i].is_object() && IsModelItem(items[i].get_object())) {
+        group.push_back(items[i++]);
+      }
+      n.engine.push_back(ModelTurn(group));
+    } else if (IsOutput(type)) {
+      const std::string call_id = Str(item, "call_id");
+      if (call_id.empty()) return Status::InvalidArgument("a call's output needs its call_id", f + ".call_id");
+      n.engine.push_back(Message::ToolResult(call_id, ContentText(item.if_contains("output"))));
+      group.push_back(items[i++]);
+    } else if (type == "message") {
+      n.engine.push_back(Message::User(ContentText(item.if_contains("content"))));
+      group.push_back(items[i++]);
+    } else {
+      // An item the engine does not model (item_reference, ...): kept as user text.
+      n.engine.push_back(Message::User(json::serialize(item)));
+      group.push_back(items[i++]);
+    }
+    n.native = std::move(group);
+    n.hash = CanonicalHash(n.engine);
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
+Result<ParsedRequest> ParseResponsesRequest(std::string_view body) {
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  if (ec) return Status::InvalidArgument("the body is not JSON: " + ec.message());
+  if (!v.is_object()) return Status::InvalidArgument("the body must be a JSON object");
+  ParsedRequest r;
+  r.api = Api::kResponses;
+  r.body = std::move(v.get_object());
+  r.model = Str(r.body, "model");
+  if (r.model.empty()) return Status::InvalidArgument("model is required", "model");
+  r.max_tokens = IntAt(r.body, "max_output_tokens");
+  if (const json::value* s = r.body.if_contains("stream"); s && s->is_bool()) r.stream = s->get_bool();
+  r.system_text = Str(r.body, "instructions");
+  if (const json::value* t = r.body.if_contains("tools"); t && t->is_array()) {
+    r.tools_json = json::serialize(*t);
+  }
+  const json::value* input = r.body.if_contains("input");
+  if (input == nullptr) return Status::InvalidArgument("input is required", "input");
+  if (input->is_string()) {
+    json::array items{InputText("user", std::string(input->get_string()))};
+    Result<std::vector<NativeMessage>> natives = ResponsesItemsToNatives(items, "input");
+    if (!natives.ok()) return natives.status();
+    r.messages = std::move(*natives);
+    return r;
+  }
+  if (!input->is_array()) return Status::InvalidArgument("input must be a string or an array", "input");
+  Result<std::vector<NativeMessage>> natives = ResponsesItemsToNatives(input->get_array(), "input");
+  if (!natives.ok()) return natives.status();
+  r.messages = std::move(*natives);
+  return r;
+}
+
+std::string BuildResponsesRequest(const ParsedRequest& request, const Outgoing& out) {
+  json::object body = request.body;
+  json::array input;
+  for (const OutItem& item : out.items) {
+    switch (item.kind) {
+      case OutItem::Kind::kNative:
+        for (const json::value& v : request.messages[item.index].native.get_array()) {
+          input.push_back(v);
+        }
+        break;
+      case OutItem::Kind::kRewritten:
+        for (json::value& v : Rewrite(request.messages[item.index], item.engine)) {
+          input.push_back(std::move(v));
+        }
+        break;
+      case OutItem::Kind::kInjected:
+        for (const Message& m : item.engine) input.push_back(InputText("user", m.PlainText()));
+        break;
+    }
+  }
+  if (!out.system_suffix.empty()) {
+    const std::string instructions = Str(body, "instructions");
+    body["instructions"] =
+        instructions.empty() ? out.system_suffix : instructions + "\n\n" + out.system_suffix;
+  }
+  body["input"] = std::move(input);
+  return json::serialize(body);
+}
+
+std::unique_ptr<AnswerReader> MakeResponsesReader(bool stream) {
+  if (stream) return std::make_unique<StreamAnswer>();
+  return std::make_unique<JsonAnswer>();
+}
+
+}  // namespace missy::proxy

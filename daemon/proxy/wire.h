@@ -1,0 +1,97 @@
+// What the proxy's codecs share: an agent's request as the context engine reads it
+// (engine messages) beside its native JSON, what the proxy sends instead of the agent's
+// list, and the assistant message rebuilt from an answer. Each API's shape lives in its
+// own codec (anthropic_wire.h, chat_wire.h); nothing here knows one API from another
+// except Api itself. Pure: no I/O.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/message.h"
+#include "core/status.h"
+
+namespace missy::proxy {
+
+enum class Api { kAnthropic, kChat, kResponses };
+std::string_view ApiName(Api api);  // "anthropic" | "chat" | "responses"
+
+// One message of the agent's list: as it came, and the engine messages it stands for
+// (at least one: an Anthropic user message of tool results and text is several).
+struct NativeMessage {
+  boost::json::value native;
+  std::vector<Message> engine;
+  std::string hash;  // CanonicalHash(engine): what prefix matching compares
+};
+
+// Equal for two messages that the context engine cannot tell apart: the agent may move
+// its cache markers or add fields between turns without breaking the match.
+std::string CanonicalHash(const std::vector<Message>& engine);
+
+struct ParsedRequest {
+  Api api = Api::kAnthropic;
+  boost::json::object body;  // the whole request body, as sent
+  std::string model;
+  int64_t max_tokens = 0;  // 0: the request named none
+  bool stream = false;
+  std::string system_text;        // the agent's system prompt as plain text ("" = none)
+  std::string tools_json = "[]";  // `tools` as JSON text, for counting
+  // The history: every message of the list except, for chat, the leading system and
+  // developer ones (`leading` of them, kept in `body` and sent first as they are).
+  std::vector<NativeMessage> messages;
+  size_t leading = 0;
+};
+
+// One message of what the proxy sends.
+struct OutItem {
+  enum class Kind {
+    kNative,    // request.messages[index], sent as the agent sent it
+    kRewritten, // request.messages[index] as the context engine changed it (`engine`:
+                // the kept part, pruned or truncated)
+    kInjected,  // a message missyd adds: a summary, the pinned task (`engine`, one)
+  };
+  Kind kind = Kind::kNative;
+  size_t index = 0;
+  std::vector<Message> engine;
+};
+
+struct Outgoing {
+  std::string system_suffix;  // memory and learnings to add after the agent's system prompt
+  std::vector<OutItem> items;
+  // Put one cache breakpoint on the last injected message (the summaries: the stable
+  // start of what is sent), unless the request already holds the API's four.
+  bool mark_injected_for_cache = true;
+};
+
+// The assistant message an answer carried, rebuilt from the stream or the JSON body.
+struct Rebuilt {
+  boost::json::value native;  // as the agent will send it back next turn
+  std::vector<Message> engine;
+  int64_t input_tokens = 0;  // the prompt as the provider counted it (cache reads included)
+  int64_t output_tokens = 0;
+  std::string stop_reason;
+  std::string id;  // the provider's message/response id
+};
+
+// Reads an answer's body as it arrives (the bytes relayed to the agent, unchanged).
+class AnswerReader {
+ public:
+  virtual ~AnswerReader() = default;
+  virtual void Feed(std::string_view piece) = 0;
+  // The body ended. The message when the answer held a complete one (a stream that
+  // reached its end event; a JSON body that parsed), else why not.
+  virtual Result<Rebuilt> Finish() = 0;
+  // What was rebuilt so far (a stream cut short), for the audit event.
+  virtual size_t partial_chars() const = 0;
+};
+
+// Counts "cache_control" markers in a JSON value (the API allows four per request).
+int CountCacheMarkers(const boost::json::value& v);
+
+}  // namespace missy::proxy

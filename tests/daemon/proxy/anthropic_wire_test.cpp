@@ -1,0 +1,232 @@
+// The Anthropic codec (daemon/proxy/anthropic_wire.cpp): requests as engine messages and
+// native JSON, what goes upstream, and answers rebuilt from JSON and from SSE.
+#include "daemon/proxy/anthropic_wire.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "daemon/proxy/sse.h"
+
+namespace missy::proxy {
+namespace {
+
+namespace json = boost::json;
+
+constexpr std::string_view kToolLoop = R"({
+  "model": "claude-sonnet-4-5", "max_tokens": 32000, "stream": true,
+  "system": [{"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral"}}],
+  "tools": [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}],
+  "thinking": {"type": "enabled", "budget_tokens": 4000},
+  "metadata": {"user_id": "u1"},
+  "x_unknown": [1, 2],
+  "messages": [
+    {"role": "user", "content": [{"type": "text", "text": "<env>cwd</env>"}, {"type": "text", "text": "Fix the bug"}]},
+    {"role": "assistant", "content": [
+      {"type": "thinking", "thinking": "look first", "signature": "sig-1"},
+      {"type": "text", "text": "Listing."},
+      {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}]},
+    {"role": "user", "content": [
+      {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "a.py\nb.py"}]},
+      {"type": "text", "text": "go on", "cache_control": {"type": "ephemeral"}}]}
+  ]})";
+
+TEST(AnthropicWire, ParsesEveryMessageIntoEngineMessagesBesideItsNativeJson) {
+  Result<ParsedRequest> r = ParseAnthropicRequest(kToolLoop);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->model, "claude-sonnet-4-5");
+  EXPECT_EQ(r->max_tokens, 32000);
+  EXPECT_TRUE(r->stream);
+  EXPECT_EQ(r->system_text, "You are Claude Code.");
+  ASSERT_EQ(r->messages.size(), 3u);
+  // The first user message: one engine user message of two text parts.
+  ASSERT_EQ(r->messages[0].engine.size(), 1u);
+  EXPECT_EQ(r->messages[0].engine[0].PlainText(), "<env>cwd</env>\nFix the bug");
+  // The assistant: text and the call; thinking stays native only.
+  ASSERT_EQ(r->messages[1].engine.size(), 1u);
+  const Message& a = r->messages[1].engine[0];
+  EXPECT_EQ(a.role, Role::kAssistant);
+  EXPECT_EQ(a.text, "Listing.");
+  ASSERT_EQ(a.tool_calls.size(), 1u);
+  EXPECT_EQ(a.tool_calls[0].id, "toolu_1");
+  EXPECT_EQ(a.tool_calls[0].arguments, R"({"command":"ls"})");
+  // Tool results first, then the user's text: two engine messages for one native one.
+  ASSERT_EQ(r->messages[2].engine.size(), 2u);
+  EXPECT_EQ(r->messages[2].engine[0].role, Role::kTool);
+  EXPECT_EQ(r->messages[2].engine[0].tool_call_id, "toolu_1");
+  EXPECT_EQ(r->messages[2].engine[0].PlainText(), "a.py\nb.py");
+  EXPECT_EQ(r->messages[2].engine[1].PlainText(), "go on");
+}
+
+TEST(AnthropicWire, TheHashIgnoresCacheMarkersAndThinkingButNotText) {
+  Result<ParsedRequest> r = ParseAnthropicRequest(kToolLoop);
+  ASSERT_TRUE(r.ok());
+  json::value moved = r->messages[2].native;
+  moved.get_object()["content"].get_array()[1].get_object().erase("cache_control");
+  Result<std::vector<Message>> engine = AnthropicToEngine(moved, "m");
+  ASSERT_TRUE(engine.ok());
+  EXPECT_EQ(CanonicalHash(*engine), r->messages[2].hash);
+  json::value edited = r->messages[2].native;
+  edited.get_object()["content"].get_array()[1].get_object()["text"] = "go back";
+  engine = AnthropicToEngine(edited, "m");
+  ASSERT_TRUE(engine.ok());
+  EXPECT_NE(CanonicalHash(*engine), r->messages[2].hash);
+}
+
+TEST(AnthropicWire, RefusesWhatIsNotAMessagesRequestNamingTheField) {
+  EXPECT_EQ(ParseAnthropicRequest("[1]").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseAnthropicRequest(R"({"messages":[]})").status().field(), "model");
+  Result<ParsedRequest> r = ParseAnthropicRequest(
+      R"({"model":"m","messages":[{"role":"user","content":[{"type":"tool_result"}]}]})");
+  EXPECT_EQ(r.status().field(), "messages[0].content[0].tool_use_id");
+  r = ParseAnthropicRequest(R"({"model":"m","messages":[{"role":"robot","content":"x"}]})");
+  EXPECT_EQ(r.status().field(), "messages[0].role");
+}
+
+TEST(AnthropicWire, UntouchedMessagesGoOutJsonEqualAndEverythingElseIsKept) {
+  Result<ParsedRequest> r = ParseAnthropicRequest(kToolLoop);
+  ASSERT_TRUE(r.ok());
+  Outgoing out;
+  for (size_t i = 0; i < 3; ++i) out.items.push_back(OutItem{OutItem::Kind::kNative, i, {}});
+  json::value sent = json::parse(BuildAnthropicRequest(*r, out));
+  json::value original = json::parse(kToolLoop);
+  EXPECT_EQ(sent, original);  // nothing to change: the same document
+}
+
+TEST(AnthropicWire, InjectedSummariesComeFirstWithOneCacheBreakpointAndMemoryJoinsTheSystem) {
+  Result<ParsedRequest> r = ParseAnthropicRequest(kToolLoop);
+  ASSERT_TRUE(r.ok());
+  Outgoing out;
+  out.system_suffix = "## Relevant Memory\n- x";
+  out.items.push_back(OutItem{OutItem::Kind::kInjected, 0, {Message::User("[Summary] earlier")}});
+  out.items.push_back(OutItem{OutItem::Kind::kNative, 1, {}});
+  Message pruned = Message::ToolResult("toolu_1", "[pruned]");
+  out.items.push_back(OutItem{OutItem::Kind::kRewritten, 2, {pruned, r->messages[2].engine[1]}});
+  json::value sent = json::parse(BuildAnthropicRequest(*r, out));
+  const json::array& messages = sent.at("messages").get_array();
+  ASSERT_EQ(messages.size(), 3u);
+  EXPECT_EQ(messages[0].at("role"), "user");
+  EXPECT_EQ(messages[0].at("content").at(0).at("text"), "[Summary] earlier");
+  EXPECT_EQ(messages[0].at("content").at(0).at("cache_control").at("type"), "ephemeral");
+  EXPECT_EQ(messages[1], r->messages[1].native);  // signature and all
+  const json::array& rewritten = messages[2].at("content").get_array();
+  ASSERT_EQ(rewritten.size(), 2u);
+  EXPECT_EQ(rewritten[0].at("type"), "tool_result");
+  EXPECT_EQ(rewritten[0].at("tool_use_id"), "toolu_1");
+  EXPECT_EQ(rewritten[0].at("content"), "[pruned]");
+  const json::array& system = sent.at("system").get_array();
+  ASSERT_EQ(system.size(), 2u);
+  EXPECT_EQ(system[1].at("text"), "## Relevant Memory\n- x");
+  EXPECT_EQ(sent.at("x_unknown"), json::parse("[1,2]"));
+  EXPECT_LE(CountCacheMarkers(sent), 4);
+}
+
+TEST(AnthropicWire, NoBreakpointIsAddedWhenTheRequestHoldsFourAlready) {
+  std::string body = std::string(kToolLoop);
+  json::value v = json::parse(body);
+  json::array& system = v.at("system").as_array();
+  for (int i = 0; i < 2; ++i) {
+    system.push_back(json::object{{"type", "text"}, {"text", "more"},
+                                  {"cache_control", {{"type", "ephemeral"}}}});
+  }
+  Result<ParsedRequest> r = ParseAnthropicRequest(json::serialize(v));
+  ASSERT_TRUE(r.ok());
+  Outgoing out;
+  out.items.push_back(OutItem{OutItem::Kind::kInjected, 0, {Message::User("summary")}});
+  for (size_t i = 0; i < 3; ++i) out.items.push_back(OutItem{OutItem::Kind::kNative, i, {}});
+  json::value sent = json::parse(BuildAnthropicRequest(*r, out));
+  EXPECT_EQ(CountCacheMarkers(sent), 4);
+  EXPECT_FALSE(sent.at("messages").at(0).at("content").at(0).as_object().contains("cache_control"));
+}
+
+TEST(AnthropicWire, AHistoryThatStartsWithAnAnswerGetsAUserMessageFirst) {
+  Result<ParsedRequest> r = ParseAnthropicRequest(kToolLoop);
+  ASSERT_TRUE(r.ok());
+  Outgoing out;
+  out.items.push_back(OutItem{OutItem::Kind::kNative, 1, {}});
+  out.items.push_back(OutItem{OutItem::Kind::kNative, 2, {}});
+  json::value sent = json::parse(BuildAnthropicRequest(*r, out));
+  EXPECT_EQ(sent.at("messages").at(0).at("role"), "user");
+  EXPECT_EQ(sent.at("messages").as_array().size(), 3u);
+}
+
+// An SSE stream as the API sends it, cut into pieces at awkward places.
+constexpr std::string_view kStream =
+    "event: message_start\r\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\","
+    "\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"usage\":"
+    "{\"input_tokens\":10,\"cache_read_input_tokens\":90,\"output_tokens\":1}}}\r\n\r\n"
+    "event: ping\ndata: {\"type\":\"ping\"}\n\n"
+    "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+    "\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\n"
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+    "{\"type\":\"thinking_delta\",\"thinking\":\"hmm\"}}\n\n"
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":"
+    "{\"type\":\"signature_delta\",\"signature\":\"SIG\"}}\n\n"
+    "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+    "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,"
+    "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":"
+    "{\"type\":\"text_delta\",\"text\":\"Run\"}}\n\n"
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":"
+    "{\"type\":\"text_delta\",\"text\":\"ning.\"}}\n\n"
+    "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n"
+    "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2,"
+    "\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_9\",\"name\":\"Bash\",\"input\":{}}}\n\n"
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":"
+    "{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"comm\"}}\n\n"
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":"
+    "{\"type\":\"input_json_delta\",\"partial_json\":\"and\\\": \\\"ls -la\\\"}\"}}\n\n"
+    "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":2}\n\n"
+    "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+    "\"tool_use\"},\"usage\":{\"output_tokens\":42}}\n\n"
+    "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+
+TEST(AnthropicWire, AStreamIsRebuiltIntoTheMessageTheAgentWillSendBack) {
+  for (size_t cut : {size_t{1}, size_t{7}, size_t{64}, kStream.size()}) {
+    std::unique_ptr<AnswerReader> reader = MakeAnthropicReader(true);
+    for (size_t at = 0; at < kStream.size(); at += cut) reader->Feed(kStream.substr(at, cut));
+    Result<Rebuilt> r = reader->Finish();
+    ASSERT_TRUE(r.ok()) << "pieces of " << cut << ": " << r.status().ToString();
+    EXPECT_EQ(r->id, "msg_1");
+    EXPECT_EQ(r->stop_reason, "tool_use");
+    EXPECT_EQ(r->input_tokens, 100);
+    EXPECT_EQ(r->output_tokens, 42);
+    const json::array& content = r->native.at("content").get_array();
+    ASSERT_EQ(content.size(), 3u);
+    EXPECT_EQ(content[0].at("thinking"), "hmm");
+    EXPECT_EQ(content[0].at("signature"), "SIG");
+    EXPECT_EQ(content[1].at("text"), "Running.");
+    EXPECT_EQ(content[2].at("input"), json::parse(R"({"command":"ls -la"})"));
+    ASSERT_EQ(r->engine.size(), 1u);
+    EXPECT_EQ(r->engine[0].text, "Running.");
+    EXPECT_EQ(r->engine[0].tool_calls.at(0).arguments, R"({"command":"ls -la"})");
+  }
+}
+
+TEST(AnthropicWire, AStreamCutBeforeMessageStopIsNotAMessage) {
+  std::unique_ptr<AnswerReader> reader = MakeAnthropicReader(true);
+  reader->Feed(kStream.substr(0, kStream.size() / 2));
+  EXPECT_FALSE(reader->Finish().ok());
+  EXPECT_GT(reader->partial_chars(), 0u);
+}
+
+TEST(AnthropicWire, ContextLengthRefusalsAreRecognised) {
+  EXPECT_TRUE(IsAnthropicContextLengthError(
+      400, AnthropicError("invalid_request_error", "prompt is too long: 210000 tokens > 200000 maximum")));
+  EXPECT_FALSE(IsAnthropicContextLengthError(400, AnthropicError("invalid_request_error", "bad")));
+  EXPECT_FALSE(IsAnthropicContextLengthError(429, "prompt is too long"));
+}
+
+TEST(SseParser, JoinsDataLinesSkipsCommentsAndDispatchesTheLastEventAtTheEnd) {
+  std::vector<SseEvent> events;
+  SseParser p([&](const SseEvent& e) { events.push_back(e); });
+  p.Feed(": keep-alive\n\nevent: a\ndata: 1\ndata:2\n\nretry: 5\ndata: [DONE]");
+  p.Finish();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].name, "a");
+  EXPECT_EQ(events[0].data, "1\n2");
+  EXPECT_EQ(events[1].data, "[DONE]");
+}
+
+}  // namespace
+}  // namespace missy::proxy

@@ -1,0 +1,103 @@
+// The OpenAI Chat Completions codec (daemon/proxy/chat_wire.cpp).
+#include "daemon/proxy/chat_wire.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+namespace missy::proxy {
+namespace {
+
+namespace json = boost::json;
+
+constexpr std::string_view kChat = R"({
+  "model": "gpt-4o", "max_completion_tokens": 500, "stream": true,
+  "stream_options": {"include_usage": true},
+  "tools": [{"type": "function", "function": {"name": "sh", "parameters": {}}}],
+  "messages": [
+    {"role": "system", "content": "Be brief."},
+    {"role": "developer", "content": [{"type": "text", "text": "Use tools."}]},
+    {"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "input_audio", "input_audio": {"data": "AAA", "format": "wav"}}]},
+    {"role": "assistant", "content": null, "refusal": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "sh", "arguments": "{\"c\":\"ls\"}"}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "a.txt"}
+  ]})";
+
+TEST(ChatWire, LeadingSystemAndDeveloperMessagesAreTheSystemPromptTheRestIsHistory) {
+  Result<ParsedRequest> r = ParseChatRequest(kChat);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->leading, 2u);
+  EXPECT_EQ(r->system_text, "Be brief.\nUse tools.");
+  EXPECT_EQ(r->max_tokens, 500);
+  ASSERT_EQ(r->messages.size(), 3u);
+  EXPECT_EQ(r->messages[0].engine[0].role, Role::kUser);
+  EXPECT_EQ(r->messages[1].engine[0].tool_calls.at(0).id, "call_1");
+  EXPECT_EQ(r->messages[2].engine[0].tool_call_id, "call_1");
+}
+
+TEST(ChatWire, UntouchedMessagesGoOutAsSentAndRewrittenOnesInTheApisShape) {
+  Result<ParsedRequest> r = ParseChatRequest(kChat);
+  ASSERT_TRUE(r.ok());
+  Outgoing same;
+  for (size_t i = 0; i < 3; ++i) same.items.push_back(OutItem{OutItem::Kind::kNative, i, {}});
+  EXPECT_EQ(json::parse(BuildChatRequest(*r, same)), json::parse(kChat));
+
+  Outgoing out;
+  out.system_suffix = "## Past Learnings\n- y";
+  out.items.push_back(OutItem{OutItem::Kind::kInjected, 0, {Message::User("[summary]")}});
+  out.items.push_back(OutItem{OutItem::Kind::kNative, 1, {}});
+  out.items.push_back(
+      OutItem{OutItem::Kind::kRewritten, 2, {Message::ToolResult("call_1", "[pruned]")}});
+  json::value sent = json::parse(BuildChatRequest(*r, out));
+  const json::array& m = sent.at("messages").get_array();
+  ASSERT_EQ(m.size(), 6u);
+  EXPECT_EQ(m[0].at("content"), "Be brief.");
+  // The developer message's content is not a string: memory follows as its own message.
+  EXPECT_EQ(m[2].at("role"), "system");
+  EXPECT_EQ(m[2].at("content"), "## Past Learnings\n- y");
+  EXPECT_EQ(m[3].at("content"), "[summary]");
+  EXPECT_EQ(m[4], r->messages[1].native);
+  EXPECT_EQ(m[5].at("tool_call_id"), "call_1");
+  EXPECT_EQ(m[5].at("content"), "[pruned]");
+  EXPECT_EQ(sent.at("stream_options").at("include_usage"), true);
+}
+
+TEST(ChatWire, AStreamWithToolCallDeltasAndAUsageChunkIsRebuilt) {
+  const std::string stream =
+      "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
+      "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Let me \"}}]}\n\n"
+      "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"check.\"}}]}\n\n"
+      "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_7\",\"type\":\"function\",\"function\":{\"name\":\"sh\",\"arguments\":\"\"}}]}}]}\n\n"
+      "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"c\\\":\"}}]}}]}\n\n"
+      "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\"pwd\\\"}\"}}]}}]}\n\n"
+      "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"
+      "data: {\"id\":\"c1\",\"choices\":[],\"usage\":{\"prompt_tokens\":321,\"completion_tokens\":12}}\n\n"
+      "data: [DONE]\n\n";
+  std::unique_ptr<AnswerReader> reader = MakeChatReader(true);
+  for (size_t at = 0; at < stream.size(); at += 5) reader->Feed(std::string_view(stream).substr(at, 5));
+  Result<Rebuilt> r = reader->Finish();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stop_reason, "tool_calls");
+  EXPECT_EQ(r->input_tokens, 321);
+  EXPECT_EQ(r->native.at("content"), "Let me check.");
+  EXPECT_EQ(r->native.at("tool_calls").at(0).at("function").at("arguments"), "{\"c\":\"pwd\"}");
+  EXPECT_EQ(r->engine.at(0).tool_calls.at(0).id, "call_7");
+}
+
+TEST(ChatWire, ANonStreamedAnswerIsRebuiltFromItsFirstChoice) {
+  std::unique_ptr<AnswerReader> reader = MakeChatReader(false);
+  reader->Feed(R"({"id":"x","choices":[{"index":0,"finish_reason":"stop","message":)");
+  reader->Feed(R"({"role":"assistant","content":"Done."}}],"usage":{"prompt_tokens":7,"completion_tokens":2}})");
+  Result<Rebuilt> r = reader->Finish();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->engine.at(0).text, "Done.");
+  EXPECT_EQ(r->output_tokens, 2);
+}
+
+TEST(ChatWire, ContextLengthRefusalsAreRecognised) {
+  EXPECT_TRUE(IsOpenAiContextLengthError(
+      400, OpenAiError("invalid_request_error", "too long", "context_length_exceeded")));
+  EXPECT_FALSE(IsOpenAiContextLengthError(400, OpenAiError("invalid_request_error", "bad", "x")));
+}
+
+}  // namespace
+}  // namespace missy::proxy

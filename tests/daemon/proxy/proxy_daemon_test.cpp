@@ -1,0 +1,282 @@
+// Proxy mode end to end (daemon/proxy/): the real missyd with its proxy listener on
+// loopback, a scripted fake upstream recording what it receives, and the test as the
+// agent resending its whole conversation every turn.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <string>
+
+#include "daemon/daemon_process.h"
+#include "provider/fake_provider_server.h"
+#include "test_util.h"
+
+namespace missy::testing {
+namespace {
+
+namespace json = boost::json;
+using provider_test::FakeProviderServer;
+using provider_test::Reply;
+
+uint16_t FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string AnthropicMessage(const std::string& id, const json::array& content,
+                             const std::string& stop = "end_turn") {
+  return json::serialize(json::object{{"id", id},
+                                      {"type", "message"},
+                                      {"role", "assistant"},
+                                      {"model", "claude-test"},
+                                      {"content", content},
+                                      {"stop_reason", stop},
+                                      {"usage", {{"input_tokens", 50}, {"output_tokens", 5}}}});
+}
+
+Reply JsonReply(int status, std::string body, std::vector<std::pair<std::string, std::string>> headers = {}) {
+  Reply r;
+  r.status = status;
+  r.body = std::move(body);
+  r.headers = std::move(headers);
+  r.headers.emplace_back("Content-Type", "application/json");
+  return r;
+}
+
+class ProxyTest : public ::testing::Test {
+ protected:
+  // `openai_url` empty: the fake upstream (with /v1).
+  void Start(std::vector<Reply> script, const std::string& extra_config = {},
+             std::string openai_url = {}) {
+    upstream_ = std::make_unique<FakeProviderServer>(std::move(script));
+    port_ = FreePort();
+    const std::string config =
+        "context:\n  log_level: info\n  proxy:\n    enabled: true\n    listen: 127.0.0.1:" +
+        std::to_string(port_) + "\n    upstreams:\n      anthropic: " + upstream_->Url() +
+        "\n      openai: " + (openai_url.empty() ? upstream_->Url("/v1") : openai_url) + "\n" +
+        extra_config;
+    daemon_ = std::make_unique<DaemonProcess>(dir_.path(), config);
+    ASSERT_TRUE(daemon_->Start().ok()) << daemon_->log();
+    agent_ = UnixHttpConnection("tcp:127.0.0.1:" + std::to_string(port_));
+    agent_.set_extra_headers(
+        "x-api-key: sk-ant-secret-1\r\nanthropic-version: 2023-06-01\r\nanthropic-beta: "
+        "fine-grained-tool-streaming-2025-05-14\r\n");
+  }
+
+  // One agent turn: POSTs `request` to `path`; the answer's JSON (aborts on failure).
+  Result<ClientResponse> Send(const std::string& path, const json::object& request) {
+    return agent_.Call("POST", path, json::serialize(request), std::chrono::seconds(30));
+  }
+
+  json::value Upstream(size_t i) {
+    auto requests = upstream_->requests();
+    EXPECT_LT(i, requests.size());
+    if (i >= requests.size()) return {};
+    return json::parse(requests[i].body);
+  }
+
+  TempDir dir_;
+  std::unique_ptr<FakeProviderServer> upstream_;
+  std::unique_ptr<DaemonProcess> daemon_;
+  UnixHttpConnection agent_;
+  uint16_t port_ = 0;
+};
+
+TEST_F(ProxyTest, AnAnthropicToolLoopReachesTheUpstreamUntouchedAndIsStoredTurnByTurn) {
+  const json::array call1 = json::parse(
+      R"([{"type":"thinking","thinking":"plan","signature":"sig-A"},{"type":"text","text":"Listing."},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"}}])").as_array();
+  const json::array done = json::parse(R"([{"type":"text","text":"Two files."}])").as_array();
+  const std::string answer1 = AnthropicMessage("msg_1", call1, "tool_use");
+  const std::string answer2 = AnthropicMessage("msg_2", done);
+  Start({JsonReply(200, answer1, {{"request-id", "req_1"}}), JsonReply(200, answer2)});
+
+  json::object request{{"model", "claude-sonnet-4-5"},
+                       {"max_tokens", 1024},
+                       {"system", json::array{{{"type", "text"}, {"text", "You are an agent."}}}},
+                       {"tools", json::parse(R"([{"name":"Bash","input_schema":{"type":"object"}}])")},
+                       {"metadata", {{"user_id", "u-1"}}},
+                       {"messages", json::array{{{"role", "user"}, {"content", "List the files."}}}}};
+  Result<ClientResponse> r1 = Send("/v1/messages?beta=true", request);
+  ASSERT_TRUE(r1.ok()) << r1.status().ToString() << daemon_->log();
+  ASSERT_EQ(r1->status, 200) << r1->body;
+  EXPECT_EQ(r1->body, answer1);  // byte for byte
+  EXPECT_EQ(r1->headers["request-id"], "req_1");
+
+  auto seen = upstream_->requests();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].target, "/v1/messages?beta=true");
+  EXPECT_EQ(seen[0].headers["x-api-key"], "sk-ant-secret-1");
+  EXPECT_EQ(seen[0].headers["anthropic-version"], "2023-06-01");
+  EXPECT_EQ(seen[0].headers["anthropic-beta"], "fine-grained-tool-streaming-2025-05-14");
+  EXPECT_EQ(json::parse(seen[0].body), json::value(request));  // nothing needed changing
+
+  // Turn 2: the agent resends everything with the answer and the tool's output.
+  json::array& messages = request["messages"].as_array();
+  messages.push_back({{"role", "assistant"}, {"content", call1}});
+  messages.push_back(json::parse(
+      R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"a.py\nb.py"}]})"));
+  Result<ClientResponse> r2 = Send("/v1/messages", request);
+  ASSERT_TRUE(r2.ok());
+  ASSERT_EQ(r2->status, 200) << r2->body;
+  EXPECT_EQ(r2->body, answer2);
+  EXPECT_EQ(Upstream(1).at("messages"), request["messages"]);  // thinking signature and all
+
+  // The session holds every turn: 3 sent + 2 answers, engine form.
+  json::value sessions = Body(daemon_->Call("GET", "/v1/sessions"));
+  const json::array& list = sessions.at("sessions").as_array();
+  ASSERT_EQ(list.size(), 1u);
+  const std::string id = std::string(list[0].at("id").as_string());
+  EXPECT_EQ(id.rfind("px-", 0), 0u) << id;
+  json::value stored = Body(daemon_->Call("GET", "/v1/sessions/" + id + "/messages"));
+  const json::array& rows = stored.at("messages").as_array();
+  ASSERT_EQ(rows.size(), 4u) << json::serialize(stored);
+  EXPECT_EQ(rows[1].at("tool_calls").at(0).at("id"), "toolu_1");
+  EXPECT_EQ(rows[2].at("role"), "tool");
+  EXPECT_EQ(rows[3].at("content"), "Two files.");
+  // The key never reaches the log.
+  EXPECT_EQ(daemon_->log().find("sk-ant-secret-1"), std::string::npos);
+}
+
+TEST_F(ProxyTest, AStreamIsRelayedAsTheUpstreamSentItAndItsMessageIsStored) {
+  const std::string sse =
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_s\","
+      "\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"usage\":"
+      "{\"input_tokens\":12,\"output_tokens\":1}}}\n\n"
+      "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+      "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+      "\"delta\":{\"type\":\"text_delta\",\"text\":\"Hello \"}}\n\n"
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+      "\"delta\":{\"type\":\"text_delta\",\"text\":\"there.\"}}\n\n"
+      "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+      "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+      "\"end_turn\"},\"usage\":{\"output_tokens\":3}}\n\n"
+      "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+  Reply stream;
+  stream.body = sse;
+  stream.headers = {{"Content-Type", "text/event-stream"}};
+  Start({stream, JsonReply(200, AnthropicMessage("msg_2", json::array{}))});
+  json::object request{{"model", "claude-sonnet-4-5"}, {"max_tokens", 100}, {"stream", true},
+                       {"messages", json::array{{{"role", "user"}, {"content", "Say hello."}}}}};
+  Result<ClientResponse> r = Send("/s/greeter/v1/messages", request);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->headers["content-type"], "text/event-stream");
+  EXPECT_EQ(r->body, sse);
+  // Named by its path: the session is "greeter"; the answer was rebuilt from the deltas.
+  json::value stored = Body(daemon_->Call("GET", "/v1/sessions/greeter/messages"));
+  const json::array& rows = stored.at("messages").as_array();
+  ASSERT_EQ(rows.size(), 2u) << json::serialize(stored);
+  EXPECT_EQ(rows[1].at("content"), "Hello there.");
+  // The next turn matches the stored history: nothing diverges.
+  request["messages"].as_array().push_back(
+      json::parse(R"({"role":"assistant","content":[{"type":"text","text":"Hello there."}]})"));
+  request["messages"].as_array().push_back({{"role", "user"}, {"content", "Again."}});
+  request["stream"] = false;
+  ASSERT_EQ(Send("/s/greeter/v1/messages", request)->status, 200);
+  stored = Body(daemon_->Call("GET", "/v1/sessions/greeter/messages"));
+  EXPECT_EQ(stored.at("messages").as_array().size(), 4u);
+  json::value sessions = Body(daemon_->Call("GET", "/v1/sessions"));
+  EXPECT_EQ(sessions.at("sessions").as_array().size(), 1u);
+}
+
+TEST_F(ProxyTest, ARewrittenHistoryBranchesIntoANewSessionAndKeepsTheOld) {
+  Start({JsonReply(200, AnthropicMessage("a", json::parse(R"([{"type":"text","text":"one"}])").as_array())),
+         JsonReply(200, AnthropicMessage("b", json::parse(R"([{"type":"text","text":"two"}])").as_array()))});
+  json::object request{{"model", "claude-sonnet-4-5"}, {"max_tokens", 100},
+                       {"messages", json::parse(R"([{"role":"user","content":"first"},{"role":"assistant","content":"x"},{"role":"user","content":"second"}])")}};
+  ASSERT_EQ(Send("/s/work/v1/messages", request)->status, 200);
+  // The agent compacted on its own: the middle of its history is different now.
+  request["messages"] = json::parse(
+      R"J([{"role":"user","content":"first"},{"role":"assistant","content":"(summary)"},{"role":"user","content":"third"}])J");
+  Result<ClientResponse> second = Send("/s/work/v1/messages", request);
+  ASSERT_TRUE(second.ok());
+  ASSERT_EQ(second->status, 200) << second->body;
+  json::value old_rows = Body(daemon_->Call("GET", "/v1/sessions/work/messages"));
+  EXPECT_EQ(old_rows.at("messages").as_array().size(), 4u);  // 3 + the answer, untouched
+  json::value branch = Body(daemon_->Call("GET", "/v1/sessions/work:b1/messages"));
+  ASSERT_EQ(branch.at("messages").as_array().size(), 4u);
+  EXPECT_EQ(branch.at("messages").at(1).at("content"), "(summary)");
+  Result<ClientResponse> audit =
+      daemon_->Call("GET", "/v1/audit?type=proxy.history_diverged");
+  ASSERT_TRUE(audit.ok());
+  EXPECT_NE(audit->body.find("work:b1"), std::string::npos) << audit->body;
+}
+
+TEST_F(ProxyTest, UpstreamErrorsPassThroughAndAnUnreachableUpstreamIsA502InTheApisShape) {
+  // The OpenAI upstream is a port nothing listens on.
+  const std::string dead = "http://127.0.0.1:" + std::to_string(FreePort()) + "/v1";
+  Start({JsonReply(429, R"({"type":"error","error":{"type":"rate_limit_error","message":"slow down"}})",
+                   {{"retry-after", "7"}})},
+        {}, dead);
+  json::object request{{"model", "claude-sonnet-4-5"}, {"max_tokens", 100},
+                       {"messages", json::array{{{"role", "user"}, {"content", "hi"}}}}};
+  Result<ClientResponse> r = Send("/v1/messages", request);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 429);
+  EXPECT_EQ(r->headers["retry-after"], "7");
+  EXPECT_NE(r->body.find("slow down"), std::string::npos);
+
+  json::object chat{{"model", "gpt-4o"},
+                    {"messages", json::array{{{"role", "user"}, {"content", "hi"}}}}};
+  r = Send("/v1/chat/completions", chat);
+  ASSERT_TRUE(r.ok()) << r.status().ToString() << daemon_->log();
+  EXPECT_EQ(r->status, 502) << r->body;
+  json::value err = json::parse(r->body);
+  EXPECT_EQ(err.at("error").at("type"), "api_error");
+  EXPECT_NE(std::string(err.at("error").at("message").as_string()).find("did not answer"),
+            std::string::npos);
+}
+
+TEST_F(ProxyTest, AContextLengthRefusalCompactsTheSessionAndRetriesOnce) {
+  Start({JsonReply(400, R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 300000 tokens > 200000 maximum"}})"),
+         JsonReply(200, AnthropicMessage("ok", json::parse(R"([{"type":"text","text":"fits"}])").as_array()))});
+  json::array messages;
+  for (int i = 0; i < 30; ++i) {
+    messages.push_back({{"role", "user"}, {"content", "step " + std::to_string(i) + ": " + std::string(400, 'x')}});
+    messages.push_back({{"role", "assistant"}, {"content", "ok " + std::to_string(i)}});
+  }
+  messages.push_back({{"role", "user"}, {"content", "and now?"}});
+  json::object request{{"model", "claude-sonnet-4-5"}, {"max_tokens", 100}, {"messages", messages}};
+  Result<ClientResponse> r = Send("/s/long/v1/messages", request);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200) << r->body;
+  ASSERT_EQ(upstream_->requests().size(), 2u);
+  // The retry carried summaries in place of older turns: fewer messages, the last kept.
+  const json::value retry = Upstream(1);
+  const json::array& retried = retry.at("messages").as_array();
+  EXPECT_LT(retried.size(), messages.size());
+  EXPECT_EQ(retried.back(), messages.back());
+  json::value summaries = Body(daemon_->Call("GET", "/v1/sessions/long/summaries"));
+  EXPECT_FALSE(summaries.at("summaries").as_array().empty()) << json::serialize(summaries);
+}
+
+TEST_F(ProxyTest, ChatCompletionsAreManagedAndSentWithTheAgentsBearerToken) {
+  const std::string answer =
+      R"({"id":"c1","object":"chat.completion","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"pong"}}],"usage":{"prompt_tokens":9,"completion_tokens":1}})";
+  Start({JsonReply(200, answer)});
+  agent_.set_extra_headers("Authorization: Bearer sk-openai-secret\r\n");
+  json::object request{{"model", "gpt-4o"},
+                       {"messages", json::parse(R"([{"role":"system","content":"Be brief."},{"role":"user","content":"ping"}])")}};
+  Result<ClientResponse> r = Send("/v1/chat/completions", request);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->body, answer);
+  auto seen = upstream_->requests();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].target, "/v1/chat/completions");
+  EXPECT_EQ(seen[0].headers["authorization"], "Bearer sk-openai-secret");
+  EXPECT_EQ(json::parse(seen[0].body), json::value(request));
+}
+
+}  // namespace
+}  // namespace missy::testing

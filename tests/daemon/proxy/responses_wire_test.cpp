@@ -1,0 +1,93 @@
+// The Responses codec (daemon/proxy/responses_wire.cpp): items grouped into turns.
+#include "daemon/proxy/responses_wire.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+namespace missy::proxy {
+namespace {
+
+namespace json = boost::json;
+
+constexpr std::string_view kCodex = R"({
+  "model": "gpt-5-codex", "instructions": "You are Codex.", "store": false, "stream": true,
+  "include": ["reasoning.encrypted_content"], "prompt_cache_key": "abc",
+  "input": [
+    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>cwd</environment_context>"}]},
+    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "make hello.txt"}]},
+    {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA-opaque"},
+    {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "shell", "arguments": "{\"command\":[\"touch\",\"hello.txt\"]}"},
+    {"type": "function_call_output", "call_id": "call_1", "output": "{\"output\":\"\",\"metadata\":{\"exit_code\":0}}"},
+    {"type": "custom_tool_call", "call_id": "call_2", "name": "apply_patch", "input": "*** Begin Patch"},
+    {"type": "custom_tool_call_output", "call_id": "call_2", "output": "Done!"}
+  ]})";
+
+TEST(ResponsesWire, ItemsAreGroupedIntoTurnsWithReasoningKeptNativeOnly) {
+  Result<ParsedRequest> r = ParseResponsesRequest(kCodex);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->system_text, "You are Codex.");
+  ASSERT_EQ(r->messages.size(), 6u);
+  EXPECT_EQ(r->messages[1].engine.at(0).PlainText(), "make hello.txt");
+  // reasoning + function_call: one native of two items, one assistant message.
+  EXPECT_EQ(r->messages[2].native.as_array().size(), 2u);
+  const Message& turn = r->messages[2].engine.at(0);
+  EXPECT_EQ(turn.role, Role::kAssistant);
+  ASSERT_EQ(turn.tool_calls.size(), 1u);
+  EXPECT_EQ(turn.tool_calls[0].id, "call_1");
+  EXPECT_EQ(r->messages[3].engine.at(0).tool_call_id, "call_1");
+  EXPECT_EQ(r->messages[4].engine.at(0).tool_calls.at(0).name, "apply_patch");
+  EXPECT_EQ(r->messages[5].engine.at(0).PlainText(), "Done!");
+}
+
+TEST(ResponsesWire, UntouchedTurnsGoOutItemForItemAndRewrittenOutputsKeepTheirType) {
+  Result<ParsedRequest> r = ParseResponsesRequest(kCodex);
+  ASSERT_TRUE(r.ok());
+  Outgoing same;
+  for (size_t i = 0; i < r->messages.size(); ++i) {
+    same.items.push_back(OutItem{OutItem::Kind::kNative, i, {}});
+  }
+  EXPECT_EQ(json::parse(BuildResponsesRequest(*r, same)), json::parse(kCodex));
+
+  Outgoing out;
+  out.system_suffix = "## Relevant Memory";
+  out.items.push_back(OutItem{OutItem::Kind::kInjected, 0, {Message::User("[summary]")}});
+  out.items.push_back(OutItem{OutItem::Kind::kNative, 4, {}});
+  out.items.push_back(
+      OutItem{OutItem::Kind::kRewritten, 5, {Message::ToolResult("call_2", "[pruned]")}});
+  json::value sent = json::parse(BuildResponsesRequest(*r, out));
+  const json::array& input = sent.at("input").as_array();
+  ASSERT_EQ(input.size(), 3u);
+  EXPECT_EQ(input[0].at("content").at(0).at("text"), "[summary]");
+  EXPECT_EQ(input[2].at("type"), "custom_tool_call_output");
+  EXPECT_EQ(input[2].at("output"), "[pruned]");
+  EXPECT_EQ(sent.at("instructions"), "You are Codex.\n\n## Relevant Memory");
+  EXPECT_EQ(sent.at("include").at(0), "reasoning.encrypted_content");
+}
+
+TEST(ResponsesWire, AStreamedResponseIsRebuiltAndHashesAsTheAgentResendsIt) {
+  const std::string completed =
+      R"({"type":"response.completed","response":{"id":"resp_1","status":"completed","output":[)"
+      R"({"type":"reasoning","id":"rs_2","summary":[],"encrypted_content":"gBBB"},)"
+      R"({"type":"function_call","id":"fc_2","call_id":"call_3","name":"shell","arguments":"{\"command\":[\"ls\"]}"}],)"
+      R"("usage":{"input_tokens":1200,"output_tokens":30}}})";
+  const std::string stream =
+      "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_1\"}}\n\n"
+      "event: response.function_call_arguments.delta\ndata: {\"type\":\"response.function_call_arguments.delta\",\"delta\":\"{\\\"command\"}\n\n"
+      "event: response.completed\ndata: " + completed + "\n\n";
+  std::unique_ptr<AnswerReader> reader = MakeResponsesReader(true);
+  reader->Feed(stream);
+  Result<Rebuilt> r = reader->Finish();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->input_tokens, 1200);
+  EXPECT_EQ(r->native.as_array().size(), 2u);
+  // Next turn the agent sends these two items back: one native turn with the same hash.
+  Result<std::vector<NativeMessage>> again =
+      ResponsesItemsToNatives(r->native.as_array(), "input");
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->size(), 1u);
+  EXPECT_EQ(again->front().hash, CanonicalHash(r->engine));
+}
+
+}  // namespace
+}  // namespace missy::proxy
