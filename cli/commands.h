@@ -1,7 +1,7 @@
 // missyctl's commands: each one a name, its help and options, and a function that talks
-// to the daemon (ApiClient) or works locally (config check, tokens count) and returns
-// the exit code (args.h: 0 ok, 1 failure, 2 usage). Output goes to Env::out, errors as
-// one line to Env::err.
+// to the daemon (ApiClient) or works locally (config check, tokens count, proxy, run) and
+// returns the exit code (args.h: 0 ok, 1 failure, 2 usage). Output goes to Env::out,
+// errors as one line to Env::err.
 #pragma once
 
 #include <cstdio>
@@ -63,5 +63,6 @@ bool NeedArgs(Env& env, const CommandSpec& command, const ParsedArgs& args, size
 void AddSessionCommands(std::vector<CommandSpec>& out);  // status, sessions, context, ...
 void AddMemoryCommands(std::vector<CommandSpec>& out);   // memory, learnings, tokens, import
 void AddAdminCommands(std::vector<CommandSpec>& out);    // config, audit, jobs
+void AddProxyCommands(std::vector<CommandSpec>& out);    // proxy, run
 
 }  // namespace missy::cli

@@ -22,6 +22,7 @@ const std::vector<CommandSpec>& Commands() {
     AddSessionCommands(out);
     AddMemoryCommands(out);
     AddAdminCommands(out);
+    AddProxyCommands(out);
     return out;
   }();
   return kCommands;
