@@ -35,6 +35,7 @@ install: build
 
 # The default suite: everything but the tests labelled slow (load, crash, fuzz).
 test: build
+	scripts/install-test-clients
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE slow $(CTEST_FLAGS)
 
 # The slow tests, then every fuzz target for FUZZ_SECONDS (clang build in FUZZ_BUILD).
