@@ -102,6 +102,9 @@ struct ProxyConfig {
   std::string openai_upstream = "https://api.openai.com/v1";     // .upstreams.openai
   int64_t timeout_ms = 600000;         // context.proxy.timeout_ms: one upstream call, whole
   int64_t max_body_bytes = 256 << 20;  // context.proxy.max_body_bytes (413 above)
+  // Memory hits and past learnings in proxied contexts (as a message before the history;
+  // the agent's system prompt is never changed).
+  bool memory = true;
   std::vector<ProxyRoute> routes;      // context.proxy.routes; providers exist (checked)
 };
 

@@ -216,6 +216,9 @@ const ConfigKey kKeys[] = {
                     "127.0.0.1:PORT | [::1]:PORT | localhost:PORT | unix:PATH"},
      "127.0.0.1:PORT, \"[::1]:PORT\" (quoted), localhost:PORT or unix:PATH; never an address\n"
      "another machine can reach: requests carry your API keys."},
+    {"proxy.memory", "memory hits and past learnings in proxied contexts",
+     BoolRule{At<&D::proxy, &ProxyConfig::memory>()},
+     "Sent as one message before the history (the agent's system prompt is never changed)."},
     {"proxy.token_file", "file holding the token every proxy request must carry (\"\" = none)",
      PathRule{At<&D::proxy, &ProxyConfig::token_file>(), /*may_be_empty=*/true}},
     {"proxy.timeout_ms", "longest time of one upstream call, streamed answer included",

@@ -444,16 +444,6 @@ std::string BuildAnthropicRequest(const ParsedRequest& request, const Outgoing& 
     json::array& blocks = messages[*last_injected].get_object()["content"].get_array();
     if (!blocks.empty()) blocks.back().get_object()["cache_control"] = {{"type", "ephemeral"}};
   }
-  if (!out.system_suffix.empty()) {
-    json::value& system = body["system"];
-    if (system.is_array()) {
-      system.get_array().push_back(TextBlock(out.system_suffix));
-    } else if (system.is_string() && !system.get_string().empty()) {
-      system = std::string(system.get_string()) + "\n\n" + out.system_suffix;
-    } else {
-      system = out.system_suffix;
-    }
-  }
   body["messages"] = std::move(messages);
   return json::serialize(body);
 }

@@ -1,7 +1,6 @@
 // The Anthropic Messages API (POST /v1/messages) as the proxy reads and writes it:
 // a request's messages as engine messages beside their native JSON, the request sent
-// upstream (the agent's body with `messages`, and `system` when memory is added,
-// replaced), and the answer (JSON or SSE) rebuilt into the assistant message.
+// upstream (the agent's body with `messages` replaced), and the answer (JSON or SSE) rebuilt into the assistant message.
 // Pure; no I/O.
 #pragma once
 
@@ -23,8 +22,7 @@ Result<std::vector<Message>> AnthropicToEngine(const boost::json::value& native,
                                                std::string_view field);
 
 // The body to send upstream: the agent's, with `messages` built from `out` (natives as
-// they came, rewritten and injected ones in the API's shape) and `system` extended by
-// out.system_suffix.
+// they came, rewritten and injected ones in the API's shape); everything else as sent.
 std::string BuildAnthropicRequest(const ParsedRequest& request, const Outgoing& out);
 
 std::unique_ptr<AnswerReader> MakeAnthropicReader(bool stream);

@@ -260,15 +260,6 @@ std::string BuildChatRequest(const ParsedRequest& request, const Outgoing& out) 
   const json::array& list = request.body.at("messages").get_array();
   json::array messages;
   for (size_t i = 0; i < request.leading; ++i) messages.push_back(list[i]);
-  if (!out.system_suffix.empty()) {
-    json::value* last = messages.empty() ? nullptr : &messages.back();
-    json::value* content = last ? &last->get_object()["content"] : nullptr;
-    if (content && content->is_string()) {
-      *content = std::string(content->get_string()) + "\n\n" + out.system_suffix;
-    } else {
-      messages.push_back(json::object{{"role", "system"}, {"content", out.system_suffix}});
-    }
-  }
   for (const OutItem& item : out.items) {
     switch (item.kind) {
       case OutItem::Kind::kNative:

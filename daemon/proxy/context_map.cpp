@@ -33,7 +33,12 @@ Outgoing MapContext(const AssembledContext& ctx, const std::vector<NativeMessage
   const size_t prefix = ctx.messages.size() - n_hist;
   size_t i = 0;
   if (prefix > 0 && ctx.messages[0].role == Role::kSystem) {
-    out.system_suffix = SystemSuffix(ctx.messages[0].PlainText(), agent_system);
+    // What the engine added to the agent's system prompt (memory, learnings) goes out as
+    // the first message: the agent's system prompt is sent as it came.
+    std::string added = SystemSuffix(ctx.messages[0].PlainText(), agent_system);
+    if (!added.empty()) {
+      out.items.push_back(OutItem{OutItem::Kind::kInjected, 0, {Message::User(std::move(added))}});
+    }
     i = 1;
   }
   for (; i < prefix; ++i) {

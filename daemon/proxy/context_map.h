@@ -2,8 +2,9 @@
 // Each kept history message is traced back to the agent's message it came from (by seq);
 // a message whose engine messages are all kept and unchanged goes out as the agent sent
 // it (JSON-equal: signatures, cache markers, unknown fields), one the engine pruned,
-// truncated or kept only in part is rewritten, and summaries and the pinned task are
-// injected. Pure.
+// truncated or kept only in part is rewritten, and memory, summaries and the pinned task
+// are injected (memory first: what the engine adds to the system prompt never changes the
+// agent's). Pure.
 #pragma once
 
 #include <string>

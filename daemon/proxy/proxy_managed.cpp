@@ -240,13 +240,12 @@ void ProxyService::Managed(Call& call, Api api_kind) {
     int64_t out = request.max_tokens > 0 ? request.max_tokens : spec->max_output_tokens;
     context.max_output_tokens = std::min(out, spec->context_window - 1);
   }
-  const auto build = [&](bool reset) -> Result<ContextOutcome> {
-    ContextRequest r = context;
-    r.reset_anchor = reset;
+  context.enrich = call.config->proxy.memory;
+  const auto build = [&](ContextRequest r) -> Result<ContextOutcome> {
     return Await<ContextOutcome>(
         [&](Done<ContextOutcome> done) { s.context.Build(std::move(r), std::move(done)); });
   };
-  Result<ContextOutcome> built = build(false);
+  Result<ContextOutcome> built = build(context);
   if (!built.ok()) {
     const bool overflow = built.status().code() == StatusCode::kContextOverflow;
     return call.Fail(overflow ? 400 : 500, overflow ? "invalid_request_error" : "api_error",
@@ -282,7 +281,21 @@ void ProxyService::Managed(Call& call, Api api_kind) {
     Result<SummarizeOutcome> compacted = Await<SummarizeOutcome>(
         [&](Done<SummarizeOutcome> done) { s.summarization.Compact(compact, std::move(done)); });
     if (!compacted.ok()) break;
-    Result<ContextOutcome> again = build(true);
+    // The provider counts more than the model table says fits: the retry is assembled
+    // for three quarters of the history that was refused, on top of the new summaries.
+    ContextRequest smaller = context;
+    smaller.reset_anchor = true;
+    const int64_t output = context.max_output_tokens.value_or(0);
+    smaller.max_output_tokens = output;
+    const ContextReport& refused = built->context.report;
+    const int64_t fixed = refused.system_tokens + refused.tool_tokens;
+    double target = static_cast<double>(
+        fixed + std::max<int64_t>(256, (refused.used_tokens - fixed) * 3 / 4));
+    // The window is in the provider's units; calibration divides it by the ratio again.
+    const CalibrationState& calibration = built->calibration;
+    if (calibration.samples > 0 && calibration.ratio > 0) target *= calibration.ratio;
+    smaller.context_window = output + static_cast<int64_t>(target);
+    Result<ContextOutcome> again = build(smaller);
     if (!again.ok()) break;
     built = std::move(again);
     retried = true;

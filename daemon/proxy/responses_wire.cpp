@@ -333,11 +333,6 @@ std::string BuildResponsesRequest(const ParsedRequest& request, const Outgoing& 
         break;
     }
   }
-  if (!out.system_suffix.empty()) {
-    const std::string instructions = Str(body, "instructions");
-    body["instructions"] =
-        instructions.empty() ? out.system_suffix : instructions + "\n\n" + out.system_suffix;
-  }
   body["input"] = std::move(input);
   return json::serialize(body);
 }

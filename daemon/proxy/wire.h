@@ -62,7 +62,6 @@ struct OutItem {
 };
 
 struct Outgoing {
-  std::string system_suffix;  // memory and learnings to add after the agent's system prompt
   std::vector<OutItem> items;
   // Put one cache breakpoint on the last injected message (the summaries: the stable
   // start of what is sent), unless the request already holds the API's four.

@@ -164,6 +164,10 @@ Result<std::shared_ptr<ContextService::Prepared>> ContextService::Prepare(Contex
       session->tools_json == "[]" ? -1 : p->counter.CountToolDefinitions(session->tools_json);
   if (request.system_prompt) input.system_prompt = *request.system_prompt;
   if (request.tool_tokens) input.tool_tokens = *request.tool_tokens;
+  if (!request.enrich) {
+    input.budget.memory_fraction = 0;
+    input.budget.learnings_fraction = 0;
+  }
 
   // The window is the model's: context_window - max_output_tokens (never one for the other).
   std::optional<ModelSpec> spec = cfg->models.Lookup(session->model);
@@ -183,6 +187,9 @@ Result<std::shared_ptr<ContextService::Prepared>> ContextService::Prepare(Contex
     input.context_window = window;
     input.max_output_tokens = max_output;
   }
+  // Sizes the request measured need no reserve (a small window stays valid for them).
+  if (request.system_prompt) input.budget.system_reserve = 0;
+  if (request.tool_tokens) input.budget.tool_definitions_reserve = 0;
   if (Status st = input.budget.Validate(); !st.ok()) {
     return Status::InvalidArgument("budget is invalid for this window: " + st.message(),
                                    "context_window");

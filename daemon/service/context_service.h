@@ -45,6 +45,8 @@ struct ContextRequest {
   // cost (replaces the count of the session's tools).
   std::optional<std::string> system_prompt;
   std::optional<int64_t> tool_tokens;
+  // False: no memory hits nor learnings (their budget shares go to the history).
+  bool enrich = true;
 };
 
 struct ContextOutcome {

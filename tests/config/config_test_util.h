@@ -84,6 +84,7 @@ inline void ExpectDefaults(const DaemonConfig& c) {
   EXPECT_FALSE(c.proxy.enabled);
   EXPECT_EQ(c.proxy.listen, std::vector<std::string>{"127.0.0.1:8788"});
   EXPECT_EQ(c.proxy.token_file, "");
+  EXPECT_TRUE(c.proxy.memory);
   EXPECT_EQ(c.proxy.anthropic_upstream, "https://api.anthropic.com");
   EXPECT_EQ(c.proxy.openai_upstream, "https://api.openai.com/v1");
   EXPECT_EQ(c.proxy.timeout_ms, 600000);
@@ -191,6 +192,7 @@ inline std::vector<std::pair<std::string, std::string>> Members(const DaemonConf
   std::string listen;
   for (const std::string& l : c.proxy.listen) listen += l + ';';
   add("proxy.listen", listen);
+  add("proxy.memory", c.proxy.memory);
   add("proxy.token_file", c.proxy.token_file);
   add("proxy.anthropic_upstream", c.proxy.anthropic_upstream);
   add("proxy.openai_upstream", c.proxy.openai_upstream);

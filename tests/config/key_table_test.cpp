@@ -85,6 +85,7 @@ const std::map<std::string, std::string>& ExpectedMembers() {
       {"broker.jobs_in_flight", "broker.jobs_in_flight"},
       {"proxy.enabled", "proxy.enabled"},
       {"proxy.listen", "proxy.listen"},
+      {"proxy.memory", "proxy.memory"},
       {"proxy.token_file", "proxy.token_file"},
       {"proxy.timeout_ms", "proxy.timeout_ms"},
       {"proxy.max_body_bytes", "proxy.max_body_bytes"},

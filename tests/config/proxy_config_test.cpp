@@ -252,7 +252,7 @@ TEST(ProxyConfigTest, EffectiveConfigShowsTheSection) {
   const json::value v = json::parse(EffectiveConfigJson(c));
   const json::value& proxy = v.at("context").at("proxy");
   EXPECT_EQ(json::serialize(proxy),
-            R"({"enabled":true,"listen":["127.0.0.1:1","unix:/run/p.sock"],"token_file":"",)"
+            R"({"enabled":true,"listen":["127.0.0.1:1","unix:/run/p.sock"],"memory":true,"token_file":"",)"
             R"("timeout_ms":600000,"max_body_bytes":268435456,)"
             R"("routes":[{"model":"m*","provider":"local"}],)"
             R"("upstreams":{"anthropic":"https://api.anthropic.com",)"

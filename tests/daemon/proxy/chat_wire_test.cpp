@@ -42,22 +42,19 @@ TEST(ChatWire, UntouchedMessagesGoOutAsSentAndRewrittenOnesInTheApisShape) {
   EXPECT_EQ(json::parse(BuildChatRequest(*r, same)), json::parse(kChat));
 
   Outgoing out;
-  out.system_suffix = "## Past Learnings\n- y";
   out.items.push_back(OutItem{OutItem::Kind::kInjected, 0, {Message::User("[summary]")}});
   out.items.push_back(OutItem{OutItem::Kind::kNative, 1, {}});
   out.items.push_back(
       OutItem{OutItem::Kind::kRewritten, 2, {Message::ToolResult("call_1", "[pruned]")}});
   json::value sent = json::parse(BuildChatRequest(*r, out));
   const json::array& m = sent.at("messages").get_array();
-  ASSERT_EQ(m.size(), 6u);
-  EXPECT_EQ(m[0].at("content"), "Be brief.");
-  // The developer message's content is not a string: memory follows as its own message.
-  EXPECT_EQ(m[2].at("role"), "system");
-  EXPECT_EQ(m[2].at("content"), "## Past Learnings\n- y");
-  EXPECT_EQ(m[3].at("content"), "[summary]");
-  EXPECT_EQ(m[4], r->messages[1].native);
-  EXPECT_EQ(m[5].at("tool_call_id"), "call_1");
-  EXPECT_EQ(m[5].at("content"), "[pruned]");
+  ASSERT_EQ(m.size(), 5u);
+  EXPECT_EQ(m[0].at("content"), "Be brief.");  // the leading system messages as sent
+  EXPECT_EQ(m[1].at("role"), "developer");
+  EXPECT_EQ(m[2].at("content"), "[summary]");
+  EXPECT_EQ(m[3], r->messages[1].native);
+  EXPECT_EQ(m[4].at("tool_call_id"), "call_1");
+  EXPECT_EQ(m[4].at("content"), "[pruned]");
   EXPECT_EQ(sent.at("stream_options").at("include_usage"), true);
 }
 

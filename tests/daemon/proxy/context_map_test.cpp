@@ -19,18 +19,19 @@ struct Fixture {
   }
 };
 
-TEST(ContextMap, KeptUnchangedMessagesAreNativeAndTheSystemSuffixIsWhatMemoryAdded) {
+TEST(ContextMap, KeptUnchangedMessagesAreNativeAndWhatMemoryAddedComesFirst) {
   Fixture f;
   AssembledContext ctx;
   ctx.messages = {Message::System("agent prompt\n\n## Relevant Memory\n- m"), Message::User("task"),
                   f.natives[1].engine[0], f.natives[2].engine[0], f.natives[2].engine[1]};
   ctx.kept_seqs = {1, 2, 3, 4};
   Outgoing out = MapContext(ctx, f.natives, f.rows, "agent prompt");
-  EXPECT_EQ(out.system_suffix, "## Relevant Memory\n- m");
-  ASSERT_EQ(out.items.size(), 3u);
+  ASSERT_EQ(out.items.size(), 4u);
+  EXPECT_EQ(out.items[0].kind, OutItem::Kind::kInjected);
+  EXPECT_EQ(out.items[0].engine.at(0).PlainText(), "## Relevant Memory\n- m");
   for (size_t i = 0; i < 3; ++i) {
-    EXPECT_EQ(out.items[i].kind, OutItem::Kind::kNative);
-    EXPECT_EQ(out.items[i].index, i);
+    EXPECT_EQ(out.items[i + 1].kind, OutItem::Kind::kNative);
+    EXPECT_EQ(out.items[i + 1].index, i);
   }
 }
 
@@ -42,7 +43,6 @@ TEST(ContextMap, SummariesAreInjectedAndAPrunedResultRewritesItsMessage) {
                   f.natives[2].engine[1]};
   ctx.kept_seqs = {2, 3, 4};
   Outgoing out = MapContext(ctx, f.natives, f.rows, "");
-  EXPECT_TRUE(out.system_suffix.empty());
   ASSERT_EQ(out.items.size(), 3u);
   EXPECT_EQ(out.items[0].kind, OutItem::Kind::kInjected);
   EXPECT_EQ(out.items[1].kind, OutItem::Kind::kNative);

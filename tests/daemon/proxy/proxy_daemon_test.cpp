@@ -237,13 +237,16 @@ TEST_F(ProxyTest, UpstreamErrorsPassThroughAndAnUnreachableUpstreamIsA502InTheAp
             std::string::npos);
 }
 
-TEST_F(ProxyTest, AContextLengthRefusalCompactsTheSessionAndRetriesOnce) {
+TEST_F(ProxyTest, AContextLengthRefusalCompactsTheSessionAndRetriesOnceSmaller) {
   Start({JsonReply(400, R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 300000 tokens > 200000 maximum"}})"),
          JsonReply(200, AnthropicMessage("ok", json::parse(R"([{"type":"text","text":"fits"}])").as_array()))});
   json::array messages;
-  for (int i = 0; i < 30; ++i) {
-    messages.push_back({{"role", "user"}, {"content", "step " + std::to_string(i) + ": " + std::string(400, 'x')}});
-    messages.push_back({{"role", "assistant"}, {"content", "ok " + std::to_string(i)}});
+  std::string lorem, amet;
+  for (int i = 0; i < 110; ++i) lorem += "lorem ipsum dolor ";
+  for (int i = 0; i < 120; ++i) amet += "sit amet ";
+  for (int i = 0; i < 6; ++i) {
+    messages.push_back({{"role", "user"}, {"content", "Step " + std::to_string(i) + ": " + lorem}});
+    messages.push_back({{"role", "assistant"}, {"content", "Noted step " + std::to_string(i) + ". " + amet}});
   }
   messages.push_back({{"role", "user"}, {"content", "and now?"}});
   json::object request{{"model", "claude-sonnet-4-5"}, {"max_tokens", 100}, {"messages", messages}};
@@ -256,8 +259,11 @@ TEST_F(ProxyTest, AContextLengthRefusalCompactsTheSessionAndRetriesOnce) {
   const json::array& retried = retry.at("messages").as_array();
   EXPECT_LT(retried.size(), messages.size());
   EXPECT_EQ(retried.back(), messages.back());
-  json::value summaries = Body(daemon_->Call("GET", "/v1/sessions/long/summaries"));
-  EXPECT_FALSE(summaries.at("summaries").as_array().empty()) << json::serialize(summaries);
+  EXPECT_LT(upstream_->requests()[1].body.size(), upstream_->requests()[0].body.size());
+  // The refusal and the retry are audited on the request.
+  Result<ClientResponse> audit = daemon_->Call("GET", "/v1/audit?type=compaction.forced");
+  ASSERT_TRUE(audit.ok());
+  EXPECT_NE(audit->body.find("context_length_exceeded"), std::string::npos) << audit->body;
 }
 
 TEST_F(ProxyTest, ChatCompletionsAreManagedAndSentWithTheAgentsBearerToken) {

@@ -50,7 +50,6 @@ TEST(ResponsesWire, UntouchedTurnsGoOutItemForItemAndRewrittenOutputsKeepTheirTy
   EXPECT_EQ(json::parse(BuildResponsesRequest(*r, same)), json::parse(kCodex));
 
   Outgoing out;
-  out.system_suffix = "## Relevant Memory";
   out.items.push_back(OutItem{OutItem::Kind::kInjected, 0, {Message::User("[summary]")}});
   out.items.push_back(OutItem{OutItem::Kind::kNative, 4, {}});
   out.items.push_back(
@@ -61,7 +60,7 @@ TEST(ResponsesWire, UntouchedTurnsGoOutItemForItemAndRewrittenOutputsKeepTheirTy
   EXPECT_EQ(input[0].at("content").at(0).at("text"), "[summary]");
   EXPECT_EQ(input[2].at("type"), "custom_tool_call_output");
   EXPECT_EQ(input[2].at("output"), "[pruned]");
-  EXPECT_EQ(sent.at("instructions"), "You are Codex.\n\n## Relevant Memory");
+  EXPECT_EQ(sent.at("instructions"), "You are Codex.");
   EXPECT_EQ(sent.at("include").at(0), "reasoning.encrypted_content");
 }
 
