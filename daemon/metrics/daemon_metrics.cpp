@@ -20,6 +20,9 @@ const std::vector<double> kJobBuckets = {0.01, 0.05, 0.1, 0.25, 0.5, 1,  2.5,
                                          5,    10,   30,  60,   120, 300};
 // One provider completion, retries included.
 const std::vector<double> kProviderBuckets = {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120};
+// A proxied request's own overhead is milliseconds; the model's answer, seconds to minutes.
+const std::vector<double> kProxyBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                                           2.5,   5,    10,    30,   60,  120, 300};
 
 int64_t FileBytes(const std::string& path) {
   struct stat st {};
@@ -126,6 +129,28 @@ DaemonMetrics::DaemonMetrics()
       provider_duration(registry.AddHistogram("missyd_provider_request_duration_seconds",
                                               "Time one LLM provider completion took.",
                                               {"provider"}, kProviderBuckets)),
+      proxy_requests(registry.AddCounter("missyd_proxy_requests_total",
+                                         "Requests an agent sent through the proxy, by API, "
+                                         "upstream and the upstream's status class.",
+                                         {"api", "upstream", "status"})),
+      proxy_first_byte(registry.AddHistogram(
+          "missyd_proxy_first_byte_seconds",
+          "From a proxied request's arrival to the upstream answer's head.", {"api", "upstream"},
+          kProxyBuckets)),
+      proxy_duration(registry.AddHistogram("missyd_proxy_request_duration_seconds",
+                                           "A proxied request, answer relayed and stored.",
+                                           {"api", "upstream"}, kProxyBuckets)),
+      proxy_relayed_bytes(registry.AddCounter("missyd_proxy_relayed_bytes_total",
+                                              "Answer bytes relayed to agents.",
+                                              {"api", "upstream"})),
+      proxy_retries(registry.AddCounter(
+          "missyd_proxy_compaction_retries_total",
+          "Context-length refusals answered by a forced compaction and one retry.", {"api"})),
+      proxy_divergences(registry
+                            .AddCounter("missyd_proxy_history_divergences_total",
+                                        "Agent histories that no longer matched the stored "
+                                        "one (the conversation branched).")
+                            .With({})),
       usage_reports(registry.AddCounter("missyd_usage_reports_total",
                                         "Usage reports received, by calibration model.",
                                         {"model"})),

@@ -64,6 +64,14 @@ class DaemonMetrics {
   CounterFamily& provider_errors;      // {provider, kind}
   HistogramFamily& provider_duration;  // {provider}
 
+  // Proxy mode (daemon/proxy/): upstream is the base URL (scheme, host, port, path: never
+  // a credential), api anthropic | chat | responses | passthrough.
+  CounterFamily& proxy_requests;         // {api, upstream, status}: 2xx, 4xx, 5xx, none
+  HistogramFamily& proxy_first_byte;     // {api, upstream}: request received to answer head
+  HistogramFamily& proxy_duration;       // {api, upstream}: the whole request
+  CounterFamily& proxy_relayed_bytes;    // {api, upstream}
+  CounterFamily& proxy_retries;          // {api}: context-length refusals compacted and retried
+  Counter& proxy_divergences;            // rewritten histories branched
   // Usage reports (usage_service.cpp).
   CounterFamily& usage_reports;            // {model}
   CounterFamily& usage_prompt_tokens;      // {model}

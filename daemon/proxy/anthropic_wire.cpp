@@ -266,6 +266,7 @@ class StreamAnswer final : public AnswerReader {
     return FromMessage(std::move(message_), input_tokens_, output_tokens_);
   }
   size_t partial_chars() const override { return chars_; }
+  bool ended() const override { return stopped_; }
 
  private:
   void OnEvent(const SseEvent& e) {

@@ -124,6 +124,7 @@ class StreamAnswer final : public AnswerReader {
     return r;
   }
   size_t partial_chars() const override { return chars_; }
+  bool ended() const override { return done_; }
 
  private:
   void OnEvent(const SseEvent& e) {

@@ -22,6 +22,10 @@ inline int64_t MsSince(SteadyClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - t).count();
 }
 
+inline int64_t MsBetween(SteadyClock::time_point from, SteadyClock::time_point to) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
+}
+
 // Waits for a Done<T> continuation (relay threads may block).
 template <typename T, typename Start>
 Result<T> Await(Start start) {

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "daemon/audit/audit_bus.h"
+#include "daemon/metrics/daemon_metrics.h"
 #include "daemon/proxy/context_map.h"
 #include "daemon/proxy/proxy_call.h"
 #include "daemon/proxy/relay.h"
@@ -209,6 +210,7 @@ void ProxyService::Managed(Call& call, Api api_kind) {
                                        .Add("at_message", common)
                                        .Add("stored_messages", stored)
                                        .Add("agent_messages", request.messages.size())});
+    if (s.deps.metrics != nullptr) s.deps.metrics->proxy_divergences.Inc();
     spdlog::info("proxy: {} rewrote its history at message {}: continuing in session {}", from,
                  common, conversation.session_id);
     common = 0;
@@ -268,7 +270,7 @@ void ProxyService::Managed(Call& call, Api api_kind) {
     sent = MapContext(built->context, request.messages, conversation.rows, request.system_text);
     const std::string body = codec.build(request, sent);
     reader = codec.reader(request.stream);
-    out = Relay(*upstream, "POST", headers, body, *call.exchange, reader.get());
+    out = Relay(*upstream, "POST", headers, body, *call.exchange, reader.get(), request.stream);
     if (attempt > 0 || out.relayed || out.failed ||
         !codec.context_length(out.status, out.held_body)) {
       break;
@@ -372,8 +374,10 @@ void ProxyService::Managed(Call& call, Api api_kind) {
           .Add("answer", answer_state)
           .Add("partial_chars", out.complete ? size_t{0} : reader->partial_chars())
           .Add("prompt_tokens", prompt_tokens)
-          .Add("first_byte_ms", out.first_byte_ms)
+          .Add("first_byte_ms", out.status != 0 ? MsBetween(call.start, out.head_at) : 0)
           .Add("duration_ms", MsSince(call.start))});
+  CountRequest(s.deps.metrics, api, upstream->base, out, call.start);
+  if (retried && s.deps.metrics != nullptr) s.deps.metrics->proxy_retries.With({api}).Inc();
 }
 
 }  // namespace missy::proxy

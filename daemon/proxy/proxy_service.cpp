@@ -161,8 +161,9 @@ void ProxyService::Passthrough(Call& call) {
           .Add("model", model)
           .Add("upstream", up->base)
           .Add("upstream_status", out.status)
-          .Add("first_byte_ms", out.first_byte_ms)
+          .Add("first_byte_ms", out.status != 0 ? MsBetween(call.start, out.head_at) : 0)
           .Add("duration_ms", MsSince(call.start))});
+  CountRequest(services_.deps.metrics, "passthrough", up->base, out, call.start);
 }
 
 }  // namespace missy::proxy

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <thread>
 
+#include "daemon/metrics/daemon_metrics.h"
+
 namespace missy::proxy {
 namespace {
 
@@ -68,7 +70,7 @@ provider::HeaderList ForwardHeaders(const std::map<std::string, std::string>& fr
 
 RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
                    const provider::HeaderList& headers, const std::string& body,
-                   HttpExchange& exchange, AnswerReader* reader) {
+                   HttpExchange& exchange, AnswerReader* reader, bool streamed) {
   RelayOutcome out;
   const auto start = SteadyClock::now();
   provider::AttemptLimits limits;
@@ -82,6 +84,7 @@ RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
   provider::StreamSink sink;
   sink.on_head = [&](const provider::HttpHead& head) {
     out.status = head.status;
+    out.head_at = SteadyClock::now();
     out.first_byte_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - start).count();
     std::string content_type;
@@ -94,7 +97,8 @@ RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
     }
     stream = exchange.Stream(head.status, content_type, std::move(answer_headers));
     out.relayed = true;
-    return !stream->closed();
+    if (stream->closed()) out.client_gone = true;
+    return !out.client_gone;
   };
   sink.on_body = [&](std::string_view piece) {
     if (hold) {
@@ -102,7 +106,14 @@ RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
       out.held_body.append(piece);
       return true;
     }
-    if (reader != nullptr) reader->Feed(piece);
+    if (reader != nullptr) {
+      reader->Feed(piece);
+      if (!out.tail.empty() || !streamed || reader->ended()) {
+        out.tail.append(piece);  // sent once the answer is stored
+        out.bytes += static_cast<int64_t>(piece.size());
+        return !stream->closed();
+      }
+    }
     // Back-pressure: the next piece is read once the agent took most of the last ones.
     while (stream->buffered() > kMaxUnsent && !stream->closed()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -122,6 +133,7 @@ RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
       out.open_stream = stream;
     } else if (!out.client_gone) {
       // The upstream broke off: the agent sees its stream end early (and its SDK says so).
+      if (!out.tail.empty()) stream->Write(std::move(out.tail));
       stream->End();
     }
   }
@@ -138,8 +150,29 @@ RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
   return out;
 }
 
+void CountRequest(metrics::DaemonMetrics* metrics, std::string_view api, const std::string& upstream,
+                  const RelayOutcome& outcome, std::chrono::steady_clock::time_point start) {
+  if (metrics == nullptr) return;
+  const std::string status = outcome.status == 0 ? "none"
+                                                 : std::to_string(outcome.status / 100) + "xx";
+  const std::string a(api);
+  metrics->proxy_requests.With({a, upstream, status}).Inc();
+  if (outcome.status != 0) {
+    metrics->proxy_first_byte.With({a, upstream})
+        .Observe(std::chrono::duration<double>(outcome.head_at - start).count());
+  }
+  metrics->proxy_duration.With({a, upstream})
+      .Observe(std::chrono::duration<double>(SteadyClock::now() - start).count());
+  if (outcome.bytes > 0) {
+    metrics->proxy_relayed_bytes.With({a, upstream}).Inc(static_cast<uint64_t>(outcome.bytes));
+  }
+}
+
 void EndRelayed(RelayOutcome& outcome) {
-  if (outcome.open_stream) outcome.open_stream->End();
+  if (!outcome.open_stream) return;
+  if (!outcome.tail.empty()) outcome.open_stream->Write(std::move(outcome.tail));
+  outcome.tail.clear();
+  outcome.open_stream->End();
   outcome.open_stream.reset();
 }
 

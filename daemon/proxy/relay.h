@@ -1,6 +1,8 @@
 // Relay: one upstream call for one agent request. A 2xx answer is streamed to the agent
 // as it arrives (status, headers, then each piece of the body, unchanged), and fed to the
-// AnswerReader that rebuilds the assistant message; the next piece is read only once the
+// AnswerReader that rebuilds the assistant message, except what must wait until that
+// message is stored (EndRelayed): a stream's piece holding its last event, a JSON body
+// whole (an agent that has its answer finds it stored); the next piece is read only once the
 // agent's connection has taken the last ones (back-pressure), and an agent that goes away
 // cancels the upstream call. A non-2xx answer is held back whole for the caller, which may
 // retry (a context-length refusal) or pass it on (SendHeld). Blocking: run it on a relay
@@ -17,6 +19,10 @@
 #include "daemon/proxy/upstreams.h"
 #include "daemon/proxy/wire.h"
 
+namespace missy::metrics {
+class DaemonMetrics;
+}
+
 namespace missy::proxy {
 
 struct RelayOutcome {
@@ -30,11 +36,13 @@ struct RelayOutcome {
   std::string held_body;
   std::string held_content_type;
   HttpHeaderList held_headers;
-  int64_t first_byte_ms = 0;  // from the call's start to the answer's head
+  int64_t first_byte_ms = 0;  // from the upstream call's start to the answer's head
+  std::chrono::steady_clock::time_point head_at{};  // when the answer's head came
   int64_t bytes = 0;          // body bytes relayed
-  // A complete answer's stream to the agent, left open: the caller stores the answer,
-  // then ends it (EndRelayed), so that an agent that saw the end finds it stored.
+  // A complete answer's stream to the agent, left open with its held tail: the caller
+  // stores the answer, then ends it (EndRelayed).
   std::shared_ptr<BodyStream> open_stream;
+  std::string tail;
 };
 
 // Headers of the agent's request to send on: all but hop-by-hop ones, Host,
@@ -43,12 +51,18 @@ struct RelayOutcome {
 provider::HeaderList ForwardHeaders(const std::map<std::string, std::string>& from_agent,
                                     const provider::HeaderList& credentials);
 
+// `reader` null: nothing is rebuilt or held (a request passed through). `streamed`: the
+// answer is a stream (else a JSON body, held whole until EndRelayed).
 RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
                    const provider::HeaderList& headers, const std::string& body,
-                   HttpExchange& exchange, AnswerReader* reader);
+                   HttpExchange& exchange, AnswerReader* reader, bool streamed = true);
 
-// Ends the agent's stream of a complete answer (idempotent).
+// Sends the held tail and ends the agent's stream of a complete answer (idempotent).
 void EndRelayed(RelayOutcome& outcome);
+
+// Counts a finished proxied request in /metrics (`metrics` may be null).
+void CountRequest(metrics::DaemonMetrics* metrics, std::string_view api, const std::string& upstream,
+                  const RelayOutcome& outcome, std::chrono::steady_clock::time_point start);
 
 // Passes a held answer on to the agent as it came.
 void SendHeld(HttpExchange& exchange, const RelayOutcome& outcome);

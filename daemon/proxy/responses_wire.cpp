@@ -209,6 +209,7 @@ class StreamAnswer final : public AnswerReader {
     return FromResponse(response);
   }
   size_t partial_chars() const override { return chars_; }
+  bool ended() const override { return completed_; }
 
  private:
   void OnEvent(const SseEvent& e) {

@@ -88,6 +88,9 @@ class AnswerReader {
   virtual Result<Rebuilt> Finish() = 0;
   // What was rebuilt so far (a stream cut short), for the audit event.
   virtual size_t partial_chars() const = 0;
+  // A stream's last event (message_stop, [DONE], response.completed) has been fed: the
+  // relay holds that piece back until the answer is stored. Always false for a JSON body.
+  virtual bool ended() const { return false; }
 };
 
 // Counts "cache_control" markers in a JSON value (the API allows four per request).

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <fstream>
 #include <string>
+#include <thread>
 
 #include "daemon/daemon_process.h"
 #include "provider/fake_provider_server.h"
@@ -282,6 +284,87 @@ TEST_F(ProxyTest, ChatCompletionsAreManagedAndSentWithTheAgentsBearerToken) {
   EXPECT_EQ(seen[0].target, "/v1/chat/completions");
   EXPECT_EQ(seen[0].headers["authorization"], "Bearer sk-openai-secret");
   EXPECT_EQ(json::parse(seen[0].body), json::value(request));
+}
+
+}  // namespace
+}  // namespace missy::testing
+
+namespace missy::testing {
+namespace {
+
+TEST_F(ProxyTest, ATokenFileMakesEveryRequestCarryTheTokenAndNeverShowsIt) {
+  const std::string token_path = dir_.path() + "/proxy.token";
+  {
+    std::ofstream(token_path) << "tok-s3cret\n";
+  }
+  Start({JsonReply(200, AnthropicMessage("m", json::parse(R"([{"type":"text","text":"hi"}])").as_array()))},
+        "    token_file: " + token_path + "\n");
+  json::object request{{"model", "claude-sonnet-4-5"}, {"max_tokens", 10},
+                       {"messages", json::array{{{"role", "user"}, {"content", "hello"}}}}};
+  Result<ClientResponse> r = Send("/v1/messages", request);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 401);
+  EXPECT_EQ(json::parse(r->body).at("error").at("type"), "authentication_error");
+  EXPECT_EQ(r->body.find("tok-s3cret"), std::string::npos);
+  EXPECT_TRUE(upstream_->requests().empty());
+  r = Send("/t/wrong/v1/messages", request);
+  EXPECT_EQ(r->status, 401);
+  // The token as a path prefix, or as a header.
+  r = Send("/t/tok-s3cret/v1/messages", request);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 200) << r->body;
+  ASSERT_EQ(upstream_->requests().size(), 1u);
+  EXPECT_EQ(upstream_->requests()[0].target, "/v1/messages");
+  EXPECT_EQ(upstream_->requests()[0].headers.count("x-missy-token"), 0u);
+  EXPECT_EQ(daemon_->log().find("tok-s3cret"), std::string::npos);
+  Result<ClientResponse> config = daemon_->Call("GET", "/v1/config");
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->body.find("tok-s3cret"), std::string::npos);
+}
+
+TEST_F(ProxyTest, TwoAgentsAtOnceNeverMixAndTheMetricsCountThem) {
+  std::vector<Reply> script;
+  for (int i = 0; i < 8; ++i) {
+    Reply r = JsonReply(200, AnthropicMessage("m" + std::to_string(i),
+                                              json::parse(R"([{"type":"text","text":"ok"}])").as_array()));
+    r.delay = std::chrono::milliseconds(20);
+    script.push_back(r);
+  }
+  Start(std::move(script));
+  auto agent = [&](const std::string& name) {
+    UnixHttpConnection c("tcp:127.0.0.1:" + std::to_string(port_));
+    c.set_extra_headers("x-api-key: k\r\nanthropic-version: 2023-06-01\r\nX-Missy-Session: " + name +
+                        "\r\n");
+    json::array messages{{{"role", "user"}, {"content", "I am " + name}}};
+    for (int turn = 0; turn < 4; ++turn) {
+      json::object request{{"model", "claude-sonnet-4-5"}, {"max_tokens", 10}, {"messages", messages}};
+      Result<ClientResponse> r = c.Call("POST", "/v1/messages", json::serialize(request),
+                                        std::chrono::seconds(30));
+      ASSERT_TRUE(r.ok());
+      ASSERT_EQ(r->status, 200) << r->body;
+      messages.push_back(json::parse(R"({"role":"assistant","content":[{"type":"text","text":"ok"}]})"));
+      messages.push_back({{"role", "user"}, {"content", name + " turn " + std::to_string(turn)}});
+    }
+  };
+  std::thread a(agent, "alice");
+  std::thread b(agent, "bob");
+  a.join();
+  b.join();
+  for (const std::string name : {"alice", "bob"}) {
+    json::value stored = Body(daemon_->Call("GET", "/v1/sessions/" + name + "/messages"));
+    const json::array& rows = stored.at("messages").as_array();
+    ASSERT_EQ(rows.size(), 8u) << name;  // 4 requests: 1 + 3 x (answer + user), + last answer
+    for (const json::value& row : rows) {
+      if (row.at("role") != "user") continue;
+      EXPECT_NE(std::string(row.at("content").as_string()).find(name), std::string::npos) << name;
+    }
+  }
+  Result<ClientResponse> metrics = daemon_->Call("GET", "/metrics");
+  ASSERT_TRUE(metrics.ok());
+  const std::string line = "missyd_proxy_requests_total{api=\"anthropic\",upstream=\"" +
+                           upstream_->Url() + "\",status=\"2xx\"} 8";
+  EXPECT_NE(metrics->body.find(line), std::string::npos) << metrics->body.substr(0, 4000);
+  EXPECT_NE(metrics->body.find("missyd_proxy_first_byte_seconds_bucket"), std::string::npos);
 }
 
 }  // namespace
