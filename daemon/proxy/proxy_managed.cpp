@@ -372,6 +372,7 @@ void ProxyService::Managed(Call& call, Api api_kind) {
           .Add("upstream_status", out.status)
           .Add("retried_after_compaction", retried)
           .Add("answer", answer_state)
+          .Add("relayed_bytes", out.bytes)
           .Add("partial_chars", out.complete ? size_t{0} : reader->partial_chars())
           .Add("prompt_tokens", prompt_tokens)
           .Add("first_byte_ms", out.status != 0 ? MsBetween(call.start, out.head_at) : 0)
