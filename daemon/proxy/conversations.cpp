@@ -1,5 +1,9 @@
 #include "daemon/proxy/conversations.h"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "core/digest.h"
 
 namespace missy::proxy {
@@ -62,6 +66,7 @@ size_t CommonPrefix(const std::vector<ProxyNativeRow>& stored,
 
 Conversations::Held Conversations::Hold(const Identity& id) {
   Slot* slot = nullptr;
+  std::shared_ptr<std::mutex> mu;
   {
     std::lock_guard<std::mutex> lock(mu_);
     std::unique_ptr<Slot>& s = slots_[id.key];
@@ -70,9 +75,29 @@ Conversations::Held Conversations::Hold(const Identity& id) {
       s->conversation.key = id.key;
       s->conversation.session_id = id.session_id;
     }
+    s->last_held = ++clock_;
     slot = s.get();
+    mu = slot->mu;
+    if (slots_.size() > kMaxLoaded) EvictLocked();
   }
-  return Held(slot->mu, &slot->conversation);
+  return Held(std::move(mu), &slot->conversation);
+}
+
+void Conversations::EvictLocked() {
+  // Oldest first, skipping the ones held now (their mutex is taken) and the newest.
+  std::vector<std::pair<uint64_t, std::string>> order;
+  for (const auto& [key, slot] : slots_) order.emplace_back(slot->last_held, key);
+  std::sort(order.begin(), order.end());
+  size_t excess = slots_.size() - kMaxLoaded / 2;
+  for (const auto& [stamp, key] : order) {
+    if (excess == 0 || stamp == clock_) break;
+    auto it = slots_.find(key);
+    // Nobody holds it or waits for it: the map's reference is the only one.
+    if (it->second->mu.use_count() != 1 || !it->second->mu->try_lock()) continue;
+    it->second->mu->unlock();
+    slots_.erase(it);
+    --excess;
+  }
 }
 
 }  // namespace missy::proxy

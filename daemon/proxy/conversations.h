@@ -68,7 +68,10 @@ class Conversations {
   };
 
   // Waits for the conversation to be free. Its state may be unloaded (loaded == false).
+  // Past kMaxLoaded conversations, the least recently held ones that nobody holds are
+  // forgotten (reloaded from the database when they come back).
   Held Hold(const Identity& id);
+  static constexpr size_t kMaxLoaded = 256;
   // Forgets what is held in memory for a key (a request failed half-way: reload).
   void Forget(Conversation& c) {
     c.loaded = false;
@@ -79,7 +82,10 @@ class Conversations {
   struct Slot {
     std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();
     Conversation conversation;
+    uint64_t last_held = 0;
   };
+  void EvictLocked();
+  uint64_t clock_ = 0;  // guarded by mu_
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<Slot>> slots_;
 };

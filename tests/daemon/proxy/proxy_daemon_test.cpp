@@ -359,11 +359,18 @@ TEST_F(ProxyTest, TwoAgentsAtOnceNeverMixAndTheMetricsCountThem) {
       EXPECT_NE(std::string(row.at("content").as_string()).find(name), std::string::npos) << name;
     }
   }
-  Result<ClientResponse> metrics = daemon_->Call("GET", "/metrics");
-  ASSERT_TRUE(metrics.ok());
+  // Counted once the request is over (after the agent has its answer): wait for the last.
   const std::string line = "missyd_proxy_requests_total{api=\"anthropic\",upstream=\"" +
                            upstream_->Url() + "\",status=\"2xx\"} 8";
-  EXPECT_NE(metrics->body.find(line), std::string::npos) << metrics->body.substr(0, 4000);
+  Result<ClientResponse> metrics = daemon_->Call("GET", "/metrics");
+  for (int i = 0; i < 100 && metrics.ok() && metrics->body.find(line) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    metrics = daemon_->Call("GET", "/metrics");
+  }
+  ASSERT_TRUE(metrics.ok());
+  const size_t at = metrics->body.find("missyd_proxy_requests_total{");
+  EXPECT_NE(metrics->body.find(line), std::string::npos)
+      << (at == std::string::npos ? std::string("no proxy metrics") : metrics->body.substr(at, 400));
   EXPECT_NE(metrics->body.find("missyd_proxy_first_byte_seconds_bucket"), std::string::npos);
 }
 
