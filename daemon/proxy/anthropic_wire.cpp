@@ -3,18 +3,13 @@
 #include <algorithm>
 #include <boost/json.hpp>
 
+#include "daemon/proxy/json_read.h"
 #include "daemon/proxy/sse.h"
 
 namespace missy::proxy {
 namespace {
 
 namespace json = boost::json;
-
-std::string Str(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  if (v == nullptr || !v->is_string()) return {};
-  return std::string(v->get_string());
-}
 
 // The text of a tool_result's content: a string, or its text blocks joined (an image
 // counts as a marker: the engine only needs its size and what it says).
@@ -202,17 +197,6 @@ json::value Rewrite(const NativeMessage& original, const std::vector<Message>& e
   return json::object{{"role", other_role}, {"content", std::move(blocks)}};
 }
 
-const json::value* Find(const json::value& v, std::string_view key) {
-  return v.is_object() ? v.get_object().if_contains(key) : nullptr;
-}
-
-int64_t IntAt(const json::value& v, std::string_view key) {
-  const json::value* x = Find(v, key);
-  return x != nullptr && x->is_int64() ? x->get_int64()
-         : x != nullptr && x->is_uint64() ? static_cast<int64_t>(x->get_uint64())
-                                          : 0;
-}
-
 // The prompt as counted: fresh input plus what was written to and read from the cache.
 int64_t PromptTokens(const json::value& usage) {
   return IntAt(usage, "input_tokens") + IntAt(usage, "cache_creation_input_tokens") +
@@ -233,13 +217,10 @@ Result<Rebuilt> FromMessage(json::object message, int64_t input_tokens, int64_t 
   return r;
 }
 
-class JsonAnswer final : public AnswerReader {
- public:
-  void Feed(std::string_view piece) override { body_.append(piece); }
-  Result<Rebuilt> Finish() override {
-    boost::system::error_code ec;
-    json::value v = json::parse(body_, ec);
-    if (ec || !v.is_object() || Str(v.get_object(), "type") != "message") {
+class JsonAnswer final : public JsonBodyAnswer {
+ protected:
+  Result<Rebuilt> FromJson(json::value v) override {
+    if (!v.is_object() || Str(v.get_object(), "type") != "message") {
       return Status::InvalidArgument("the answer is not a Messages response");
     }
     const json::value* usage = Find(v, "usage");
@@ -247,10 +228,6 @@ class JsonAnswer final : public AnswerReader {
     const int64_t out = usage ? IntAt(*usage, "output_tokens") : 0;
     return FromMessage(std::move(v.get_object()), in, out);
   }
-  size_t partial_chars() const override { return body_.size(); }
-
- private:
-  std::string body_;
 };
 
 class StreamAnswer final : public AnswerReader {

@@ -4,30 +4,13 @@
 #include <map>
 
 #include "core/message_json.h"
+#include "daemon/proxy/json_read.h"
 #include "daemon/proxy/sse.h"
 
 namespace missy::proxy {
 namespace {
 
 namespace json = boost::json;
-
-std::string Str(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  if (v == nullptr || !v->is_string()) return {};
-  return std::string(v->get_string());
-}
-
-const json::value* Find(const json::value& v, std::string_view key) {
-  return v.is_object() ? v.get_object().if_contains(key) : nullptr;
-}
-
-int64_t IntAt(const json::value& v, std::string_view key) {
-  const json::value* x = Find(v, key);
-  if (x == nullptr || !x->is_number()) return 0;
-  boost::system::error_code ec;
-  int64_t n = x->to_number<int64_t>(ec);
-  return ec ? 0 : n;
-}
 
 bool IsSystemRole(const json::value& m) {
   const json::value* role = Find(m, "role");
@@ -54,13 +37,10 @@ json::value EngineContent(const json::value& content) {
   return parts;
 }
 
-class JsonAnswer final : public AnswerReader {
- public:
-  void Feed(std::string_view piece) override { body_.append(piece); }
-  Result<Rebuilt> Finish() override {
-    boost::system::error_code ec;
-    json::value v = json::parse(body_, ec);
-    const json::value* choices = ec ? nullptr : Find(v, "choices");
+class JsonAnswer final : public JsonBodyAnswer {
+ protected:
+  Result<Rebuilt> FromJson(json::value v) override {
+    const json::value* choices = Find(v, "choices");
     if (choices == nullptr || !choices->is_array() || choices->get_array().empty()) {
       return Status::InvalidArgument("the answer is not a chat completion");
     }
@@ -82,10 +62,6 @@ class JsonAnswer final : public AnswerReader {
     }
     return r;
   }
-  size_t partial_chars() const override { return body_.size(); }
-
- private:
-  std::string body_;
 };
 
 class StreamAnswer final : public AnswerReader {

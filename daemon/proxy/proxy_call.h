@@ -12,6 +12,7 @@
 #include "daemon/proxy/anthropic_wire.h"
 #include "daemon/proxy/chat_wire.h"
 #include "daemon/proxy/proxy_service.h"
+#include "daemon/proxy/relay.h"
 #include "daemon/proxy/upstreams.h"
 
 namespace missy::proxy {
@@ -76,6 +77,16 @@ struct ProxyService::Call {
                  ? AnthropicError(type, message)
                  : OpenAiError(type, message, code.empty() ? type : code);
     exchange->Send(std::move(r));
+  }
+
+  // What the agent gets when the answer was not relayed: the upstream's held answer as it
+  // came, or 502 (no answer) / 504 (too slow) in the API's shape.
+  void AnswerUnrelayed(const RelayOutcome& out, const std::string& upstream) {
+    if (out.relayed) return;
+    if (out.status != 0 && !out.failed) return SendHeld(*exchange, out);
+    const bool timeout = out.failure.kind == provider::ProviderErrorKind::kTimeout;
+    Fail(timeout ? 504 : 502, "api_error",
+         "missyd proxy: the upstream " + upstream + " did not answer: " + out.failure.message);
   }
 };
 

@@ -302,16 +302,7 @@ void ProxyService::Managed(Call& call, Api api_kind) {
     built = std::move(again);
     retried = true;
   }
-  if (!out.relayed) {
-    if (out.status != 0 && !out.failed) {
-      SendHeld(*call.exchange, out);
-    } else {
-      const bool timeout = out.failure.kind == provider::ProviderErrorKind::kTimeout;
-      call.Fail(timeout ? 504 : 502, "api_error",
-                "missyd proxy: the upstream " + upstream->base + " did not answer: " +
-                    out.failure.message);
-    }
-  }
+  call.AnswerUnrelayed(out, upstream->base);
 
   // 6. The answer joins the conversation; its usage calibrates the counts.
   std::string answer_state = out.complete ? "complete" : out.client_gone ? "client_gone" : "none";

@@ -139,16 +139,7 @@ void ProxyService::Passthrough(Call& call) {
   RelayOutcome out = Relay(*up, call.request.method, ForwardHeaders(call.request.headers, up->credentials),
                            call.request.body, *call.exchange, nullptr);
   EndRelayed(out);
-  if (!out.relayed) {
-    if (out.status != 0 && !out.failed) {
-      SendHeld(*call.exchange, out);
-    } else {
-      const bool timeout = out.failure.kind == provider::ProviderErrorKind::kTimeout;
-      call.Fail(timeout ? 504 : 502, "api_error",
-                "missyd proxy: the upstream " + up->base + " did not answer: " +
-                    out.failure.message);
-    }
-  }
+  call.AnswerUnrelayed(out, up->base);
   services_.deps.audit->Emit(AuditRecord{
       "proxy.request", "provider", out.status >= 200 && out.status < 300 ? "allow" : "error",
       call.path.session,

@@ -2,30 +2,13 @@
 
 #include <boost/json.hpp>
 
+#include "daemon/proxy/json_read.h"
 #include "daemon/proxy/sse.h"
 
 namespace missy::proxy {
 namespace {
 
 namespace json = boost::json;
-
-std::string Str(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  if (v == nullptr || !v->is_string()) return {};
-  return std::string(v->get_string());
-}
-
-const json::value* Find(const json::value& v, std::string_view key) {
-  return v.is_object() ? v.get_object().if_contains(key) : nullptr;
-}
-
-int64_t IntAt(const json::value& v, std::string_view key) {
-  const json::value* x = Find(v, key);
-  if (x == nullptr || !x->is_number()) return 0;
-  boost::system::error_code ec;
-  int64_t n = x->to_number<int64_t>(ec);
-  return ec ? 0 : n;
-}
 
 std::string Type(const json::object& item) {
   std::string type = Str(item, "type");
@@ -176,19 +159,9 @@ Result<Rebuilt> FromResponse(const json::value& response) {
   return r;
 }
 
-class JsonAnswer final : public AnswerReader {
- public:
-  void Feed(std::string_view piece) override { body_.append(piece); }
-  Result<Rebuilt> Finish() override {
-    boost::system::error_code ec;
-    json::value v = json::parse(body_, ec);
-    if (ec) return Status::InvalidArgument("the answer is not JSON");
-    return FromResponse(v);
-  }
-  size_t partial_chars() const override { return body_.size(); }
-
- private:
-  std::string body_;
+class JsonAnswer final : public JsonBodyAnswer {
+ protected:
+  Result<Rebuilt> FromJson(json::value v) override { return FromResponse(v); }
 };
 
 class StreamAnswer final : public AnswerReader {

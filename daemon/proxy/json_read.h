@@ -1,0 +1,51 @@
+// Reading the APIs' JSON (internal to daemon/proxy's codecs): lenient accessors that give
+// "" or 0 for what is absent or of another type, and the AnswerReader of a JSON body.
+#pragma once
+
+#include <boost/json.hpp>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "daemon/proxy/wire.h"
+
+namespace missy::proxy {
+
+inline std::string Str(const boost::json::object& o, std::string_view key) {
+  const boost::json::value* v = o.if_contains(key);
+  if (v == nullptr || !v->is_string()) return {};
+  return std::string(v->get_string());
+}
+
+inline const boost::json::value* Find(const boost::json::value& v, std::string_view key) {
+  return v.is_object() ? v.get_object().if_contains(key) : nullptr;
+}
+
+inline int64_t IntAt(const boost::json::value& v, std::string_view key) {
+  const boost::json::value* x = Find(v, key);
+  if (x == nullptr || !x->is_number()) return 0;
+  boost::system::error_code ec;
+  const int64_t n = x->to_number<int64_t>(ec);
+  return ec ? 0 : n;
+}
+
+// An answer read whole: Finish parses the body and hands it to FromJson.
+class JsonBodyAnswer : public AnswerReader {
+ public:
+  void Feed(std::string_view piece) final { body_.append(piece); }
+  Result<Rebuilt> Finish() final {
+    boost::system::error_code ec;
+    boost::json::value v = boost::json::parse(body_, ec);
+    if (ec) return Status::InvalidArgument("the answer is not JSON: " + ec.message());
+    return FromJson(std::move(v));
+  }
+  size_t partial_chars() const final { return body_.size(); }
+
+ protected:
+  virtual Result<Rebuilt> FromJson(boost::json::value v) = 0;
+
+ private:
+  std::string body_;
+};
+
+}  // namespace missy::proxy
