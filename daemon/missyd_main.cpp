@@ -141,9 +141,11 @@ int main(int argc, char** argv) {
     spdlog::info("missyd {} starting (config {})", kVersion, config_path);
 
     if (activated->any()) {
-      spdlog::info("socket activation: api {}, audit {}",
+      std::string proxies;
+      for (const std::string& address : activated->proxy_addresses) proxies += ", proxy " + address;
+      spdlog::info("socket activation: api {}, audit {}{}",
                    activated->api_fd >= 0 ? activated->api_path : "(bound here)",
-                   activated->audit_fd >= 0 ? activated->audit_path : "(bound here)");
+                   activated->audit_fd >= 0 ? activated->audit_path : "(bound here)", proxies);
     }
     ops::NotifyStatus("opening the database");
     std::error_code ec;
@@ -244,9 +246,29 @@ int main(int argc, char** argv) {
           AuditDetail().Add("reason", what).Add("uid", int64_t{uid}).Add("pid", int64_t{pid})});
     };
     // Proxy mode: the agents' base URL (docs/PROXY.md). Its relays run until they finish,
-    // after the server stopped accepting and before the services go.
+    // after the server stopped accepting and before the services go. Sockets passed by
+    // systemd (missyd-proxy.socket, named "proxy") are served even when
+    // context.proxy.enabled is false: enabling the unit is the user's choice. They own the
+    // address: context.proxy.listen is then not bound at all.
     std::unique_ptr<proxy::ProxyService> proxy_service;
-    if (config->proxy.enabled) {
+    net.proxy_listen_fds = activated->proxy_fds;
+    if (!activated->proxy_fds.empty()) {
+      std::string addresses;
+      for (const std::string& a : activated->proxy_addresses) {
+        addresses += (addresses.empty() ? "" : ", ") + a;
+      }
+      if (config->proxy.enabled) {
+        spdlog::info(
+            "proxy: serving the socket(s) passed by systemd ({}); context.proxy.listen "
+            "is not bound",
+            addresses);
+      } else {
+        spdlog::info(
+            "proxy: serving the socket(s) passed by systemd ({}) although "
+            "context.proxy.enabled is false (missyd-proxy.socket is enabled)",
+            addresses);
+      }
+    } else if (config->proxy.enabled) {
       for (const std::string& text : config->proxy.listen) {
         Result<ListenAddress> address = ParseListenAddress(text);
         if (address.ok() && address->kind == ListenAddress::Kind::kUnix) {
@@ -261,6 +283,8 @@ int main(int argc, char** argv) {
         }
         net.proxy_listen.push_back(*address);
       }
+    }
+    if (config->proxy.enabled || !net.proxy_listen_fds.empty()) {
       proxy_service = std::make_unique<proxy::ProxyService>(services);
       net.proxy_handler = [p = proxy_service.get()](HttpRequest request,
                                                     std::shared_ptr<HttpExchange> exchange) {

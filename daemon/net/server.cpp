@@ -73,6 +73,33 @@ Generic ProtocolOf(int fd) {
   return Generic(family, family == AF_UNIX ? 0 : IPPROTO_TCP);
 }
 
+// The listening descriptors NetOptions hands over (socket activation): the server owns
+// them from Create on. Closes, when destroyed, every one no listener took.
+class AdoptedFds {
+ public:
+  explicit AdoptedFds(const NetOptions& options) {
+    Add(options.api_listen_fd);
+    Add(options.audit_listen_fd);
+    for (int fd : options.proxy_listen_fds) Add(fd);
+  }
+  AdoptedFds(const AdoptedFds&) = delete;
+  AdoptedFds& operator=(const AdoptedFds&) = delete;
+  ~AdoptedFds() {
+    for (int fd : fds_) close(fd);
+  }
+  // `fd` is the caller's from now on (-1 stays -1).
+  int Take(int fd) {
+    fds_.erase(std::remove(fds_.begin(), fds_.end(), fd), fds_.end());
+    return fd;
+  }
+
+ private:
+  void Add(int fd) {  // once each, so that a descriptor given twice is closed once
+    if (fd >= 0 && std::find(fds_.begin(), fds_.end(), fd) == fds_.end()) fds_.push_back(fd);
+  }
+  std::vector<int> fds_;
+};
+
 // An accepted descriptor waiting for its peer check; closed unless released.
 class OwnedFd {
  public:
@@ -173,25 +200,23 @@ class ServerImpl final : public NetServer, public ServerContext {
   }
 
   Status Init() {
-    Status valid = ValidateListeners();
-    if (!valid.ok()) {
-      // Adopted descriptors are ours from the call on.
-      if (options_.api_listen_fd >= 0) close(options_.api_listen_fd);
-      if (options_.audit_listen_fd >= 0) close(options_.audit_listen_fd);
-      return valid;
-    }
-    Status api = AddUnixListener(Listener::Role::kApi, options_.api_listen_fd,
-                                 options_.api_socket_path, api_endpoint_);
-    if (!api.ok()) {
-      if (options_.audit_listen_fd >= 0) close(options_.audit_listen_fd);  // ours too
-      return api;
-    }
+    // Adopted descriptors are ours from the call on: each one a listener took closes with
+    // it; the others (Init failed before their turn) close when Init returns.
+    AdoptedFds adopted(options_);
+    MISSY_RETURN_IF_ERROR(ValidateListeners());
+    MISSY_RETURN_IF_ERROR(AddUnixListener(Listener::Role::kApi,
+                                          adopted.Take(options_.api_listen_fd),
+                                          options_.api_socket_path, api_endpoint_));
     if (options_.audit_listen_fd >= 0 || !options_.audit_socket_path.empty()) {
-      MISSY_RETURN_IF_ERROR(AddUnixListener(Listener::Role::kAudit, options_.audit_listen_fd,
+      MISSY_RETURN_IF_ERROR(AddUnixListener(Listener::Role::kAudit,
+                                            adopted.Take(options_.audit_listen_fd),
                                             options_.audit_socket_path, nullptr));
     }
     for (const ListenAddress& address : options_.proxy_listen) {
       MISSY_RETURN_IF_ERROR(AddProxyListener(address));
+    }
+    for (int fd : options_.proxy_listen_fds) {
+      MISSY_RETURN_IF_ERROR(AddAdoptedProxyListener(adopted.Take(fd)));
     }
     asio::dispatch(ctl_, [this] {
       for (auto& listener : listeners_) Accept(listener.get());
@@ -310,11 +335,27 @@ class ServerImpl final : public NetServer, public ServerContext {
   }
 
  private:
-  // Refuses option sets that would bind one socket file twice or leave proxy requests
-  // without a handler.
+  // Refuses option sets that would bind one socket file twice, serve one descriptor twice
+  // or leave proxy requests without a handler.
   Status ValidateListeners() const {
-    if (!options_.proxy_listen.empty() && !options_.proxy_handler) {
+    if ((!options_.proxy_listen.empty() || !options_.proxy_listen_fds.empty()) &&
+        !options_.proxy_handler) {
       return Status::InvalidArgument("proxy listeners need a proxy handler");
+    }
+    std::vector<int> fds;  // adopted descriptors: each serves one listener
+    if (options_.api_listen_fd >= 0) fds.push_back(options_.api_listen_fd);
+    if (options_.audit_listen_fd >= 0) fds.push_back(options_.audit_listen_fd);
+    fds.insert(fds.end(), options_.proxy_listen_fds.begin(), options_.proxy_listen_fds.end());
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i] < 0) {
+        return Status::InvalidArgument("adopted proxy socket: invalid descriptor " +
+                                       std::to_string(fds[i]));
+      }
+      if (std::find(fds.begin(), fds.begin() + static_cast<std::ptrdiff_t>(i), fds[i]) !=
+          fds.begin() + static_cast<std::ptrdiff_t>(i)) {
+        return Status::InvalidArgument("adopted listening socket: descriptor " +
+                                       std::to_string(fds[i]) + " is given twice");
+      }
     }
     std::vector<std::string> paths;  // socket files this server binds
     if (options_.api_listen_fd < 0) paths.push_back(options_.api_socket_path);
@@ -375,6 +416,30 @@ class ServerImpl final : public NetServer, public ServerContext {
     MISSY_RETURN_IF_ERROR(Adopt(std::move(listener), fd));
     proxy_addresses_.push_back(name);
     spdlog::info("proxy listening on {}", name);
+    return Status::Ok();
+  }
+
+  // Serves `fd`, a listening TCP socket bound by someone else (socket activation), like a
+  // TCP proxy listener bound here. Closes `fd` when it is refused.
+  Status AddAdoptedProxyListener(int fd) {
+    // Checked again here (missyd's socket activation checked it already): a proxy
+    // listener receives API keys and must never be reachable from another machine.
+    Result<TcpListener> checked = AdoptTcpListener(fd);
+    if (!checked.ok()) {
+      close(fd);
+      return checked.status();
+    }
+    auto listener = std::make_unique<Listener>();
+    listener->role = Listener::Role::kProxy;
+    listener->name = checked->address;
+    listener->tcp = true;
+    listener->endpoint = std::make_shared<const HttpEndpoint>(
+        HttpEndpoint{options_.proxy_handler, listener->name, options_.proxy_body_limit,
+                     options_.proxy_read_timeout});
+    const std::string name = listener->name;
+    MISSY_RETURN_IF_ERROR(Adopt(std::move(listener), fd));
+    proxy_addresses_.push_back(name);
+    spdlog::info("proxy listening on {} (adopted socket)", name);
     return Status::Ok();
   }
 
@@ -647,7 +712,10 @@ class ServerImpl final : public NetServer, public ServerContext {
 
 Result<std::unique_ptr<NetServer>> NetServer::Create(const NetOptions& options, HttpHandler handler,
                                                      BacklogProvider backlog) {
-  if (!handler) return Status::InvalidArgument("NetServer needs an HTTP handler");
+  if (!handler) {
+    net::AdoptedFds adopted(options);  // ours from the call on: closed
+    return Status::InvalidArgument("NetServer needs an HTTP handler");
+  }
   try {
     auto server =
         std::make_unique<net::ServerImpl>(options, std::move(handler), std::move(backlog));

@@ -182,7 +182,13 @@ struct NetOptions {
   // ProxyAddresses()); unix ones are bound like the API socket (the path is absolute,
   // "~" already expanded).
   std::vector<ListenAddress> proxy_listen;
-  HttpHandler proxy_handler;                             // required when proxy_listen is not empty
+  // Proxy listeners bound by someone else (socket activation: missyd-proxy.socket):
+  // listening TCP sockets, served exactly like proxy_listen's TCP listeners (same handler,
+  // limits and peer-uid check). Each must be bound to a loopback address (checked again
+  // here: one that is not fails Create). The server owns them from the Create call on,
+  // whatever its outcome.
+  std::vector<int> proxy_listen_fds;
+  HttpHandler proxy_handler;  // required when proxy_listen or proxy_listen_fds is not empty
   size_t proxy_body_limit = size_t{256} << 20;           // agents resend their whole conversation
   std::chrono::milliseconds proxy_read_timeout{120000};  // per request, as read_timeout
   // Called once on a loop thread when Stop() begins, e.g. to End() open event streams so
@@ -196,8 +202,9 @@ class NetServer {
   // in `options` (or fails with a clear Status naming the path or address):
   // kAlreadyExists when a server is live on a path, the path is not a socket or a TCP
   // port is in use, kInvalidArgument for a path that is empty or too long for
-  // sockaddr_un (107 bytes), a TCP address that is not loopback, or proxy listeners
-  // without a proxy_handler.
+  // sockaddr_un (107 bytes), a TCP address that is not loopback, an adopted proxy
+  // descriptor that is not a listening loopback TCP socket (or is given twice), or proxy
+  // listeners without a proxy_handler. Adopted descriptors are closed on failure.
   static Result<std::unique_ptr<NetServer>> Create(const NetOptions& options, HttpHandler handler,
                                                    BacklogProvider backlog = {});
   // Closes everything and removes the socket files. Run() must have returned.
@@ -222,8 +229,9 @@ class NetServer {
   // Runs `fn` every `period` on the loop (watchdog, maintenance), until Stop().
   virtual void Every(std::chrono::milliseconds period, std::function<void()> fn) = 0;
 
-  // The proxy listeners as bound, in NetOptions::proxy_listen order: "127.0.0.1:41234"
-  // (the actual port when 0 was asked for), "[::1]:8788", "unix:/path". Thread-safe.
+  // The proxy listeners as bound, in NetOptions::proxy_listen order, then the adopted
+  // ones in proxy_listen_fds order: "127.0.0.1:41234" (the actual port when 0 was asked
+  // for; an adopted socket's from getsockname), "[::1]:8788", "unix:/path". Thread-safe.
   virtual std::vector<std::string> ProxyAddresses() const = 0;
 };
 

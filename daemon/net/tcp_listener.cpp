@@ -3,10 +3,15 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <array>
+#include <optional>
+#include <string>
 
 #include "daemon/net/tcp_peer.h"
 
@@ -75,6 +80,42 @@ Result<TcpListener> BindTcpListener(const ListenAddress& address) {
   ListenAddress as_bound = address;
   as_bound.port = actual->port;
   return TcpListener{fd, as_bound.ToString()};
+}
+
+Result<TcpListener> AdoptTcpListener(int fd) {
+  const std::string name = "adopted proxy socket (descriptor " + std::to_string(fd) + ")";
+  int type = 0, protocol = 0, listening = 0;
+  socklen_t len = sizeof(type);
+  if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) {
+    return Status::InvalidArgument(name + " is not a stream socket");
+  }
+  sockaddr_storage bound{};
+  socklen_t bound_len = sizeof(bound);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &bound_len) != 0 ||
+      (bound.ss_family != AF_INET && bound.ss_family != AF_INET6)) {
+    return Status::InvalidArgument(name + " is not a TCP socket (AF_INET or AF_INET6)");
+  }
+  len = sizeof(protocol);
+  if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) != 0 || protocol != IPPROTO_TCP) {
+    return Status::InvalidArgument(name + " is not a TCP socket");
+  }
+  len = sizeof(listening);
+  if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening == 0) {
+    return Status::InvalidArgument(name + " is not listening");
+  }
+  std::optional<SockAddr> actual = SockAddr::From(reinterpret_cast<sockaddr*>(&bound), bound_len);
+  if (!actual) return Status::InvalidArgument(name + " has no IP address");
+  // IPv4 is held IPv4-mapped: 127.0.0.0/8 is ::ffff:127.x.y.z.
+  static constexpr std::array<uint8_t, 16> kV6Loopback{0, 0, 0, 0, 0, 0, 0, 0,
+                                                       0, 0, 0, 0, 0, 0, 0, 1};
+  const bool loopback =
+      actual->addr == kV6Loopback || (actual->IsV4Mapped() && actual->addr[12] == 127);
+  if (!loopback) {
+    return Status::InvalidArgument(name + " is bound to " + actual->ToString() +
+                                   ", not a loopback address; refusing to serve it");
+  }
+  (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+  return TcpListener{fd, actual->ToString()};
 }
 
 }  // namespace missy::net

@@ -21,4 +21,13 @@ struct TcpListener {
 // among them).
 Result<TcpListener> BindTcpListener(const ListenAddress& address);
 
+// Checks a listening socket bound by someone else (socket activation: missyd-proxy.socket)
+// and reports its address as bound (getsockname). It must be a listening TCP socket
+// (AF_INET or AF_INET6) bound to a loopback address: 127.0.0.0/8, ::1, or 127.0.0.0/8
+// IPv4-mapped on an AF_INET6 socket. Otherwise kInvalidArgument naming the descriptor
+// (and the address, when it is the address that is refused); `fd` is then left open, the
+// caller still owns it. On success `fd` is made close-on-exec and returned in
+// TcpListener::fd.
+Result<TcpListener> AdoptTcpListener(int fd);
+
 }  // namespace missy::net

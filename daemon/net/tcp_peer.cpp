@@ -178,10 +178,12 @@ std::optional<uint32_t> TcpPeerUid(int fd) {
   if (!client || !us) return std::nullopt;
   // An IPv4 connection's client may be an IPv4 socket (tcp) or an IPv6 one using a
   // mapped address (tcp6); an IPv6 connection's client is in tcp6.
+  // /proc/self/net, not /proc/net (a link to it): under ProcSubset=pid (missyd.service)
+  // only the process directories are visible in /proc.
   const bool v4 = client->IsV4Mapped() && us->IsV4Mapped();
   std::vector<const char*> files;
-  if (v4) files.push_back("/proc/net/tcp");
-  files.push_back("/proc/net/tcp6");
+  if (v4) files.push_back("/proc/self/net/tcp");
+  files.push_back("/proc/self/net/tcp6");
   for (const char* path : files) {
     std::optional<std::string> text = ReadProcFile(path);
     if (!text) continue;

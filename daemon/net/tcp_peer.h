@@ -42,7 +42,8 @@ std::optional<uint32_t> FindSocketUid(std::string_view proc_net_text,
                                       const SockAddr& remote_of_client);
 
 // The uid of the client connected to `fd` (a connected TCP socket of this process), read
-// from /proc/net/tcp and /proc/net/tcp6. nullopt when it is not found (the row is not
+// from /proc/self/net/tcp and tcp6 (what /proc/net/tcp links to; readable under systemd's
+// ProcSubset=pid, which hides /proc/net). nullopt when it is not found (the row is not
 // listed yet, the files cannot be read, `fd` is not TCP). Reads files: do not call it
 // where a few milliseconds matter.
 std::optional<uint32_t> TcpPeerUid(int fd);

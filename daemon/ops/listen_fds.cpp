@@ -1,7 +1,9 @@
 // Socket activation. See listen_fds.h.
 #include "daemon/ops/listen_fds.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -107,16 +109,73 @@ Result<std::string> ListeningUnixPath(int fd, const std::string& name) {
   return std::string(addr.sun_path, strnlen(addr.sun_path, path_len));
 }
 
+// "socket activation: descriptor 5 ('proxy') <what>".
+Status Refused(int fd, const std::string& name, const std::string& what) {
+  return Status::InvalidArgument("socket activation: descriptor " + std::to_string(fd) + " ('" +
+                                 name + "') " + what);
+}
+
+// The bound address ("127.0.0.1:8788", "[::1]:8788") of a listening TCP socket bound to a
+// loopback address (127.0.0.0/8, ::1, or 127.0.0.0/8 IPv4-mapped on an AF_INET6 socket),
+// or an error naming `name`. Anything else is refused: a proxy listener receives the
+// agents' API keys, so it must not be reachable from another machine.
+Result<std::string> ListeningLoopbackTcp(int fd, const std::string& name) {
+  int type = 0, protocol = 0, listening = 0;
+  socklen_t len = sizeof(type);
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) {
+    return Refused(fd, name, "is not a stream socket");
+  }
+  sockaddr_storage addr{};
+  len = sizeof(addr);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+      (addr.ss_family != AF_INET && addr.ss_family != AF_INET6)) {
+    return Refused(fd, name, "is not a TCP socket (AF_INET or AF_INET6)");
+  }
+  socklen_t plen = sizeof(protocol);
+  if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &plen) != 0 || protocol != IPPROTO_TCP) {
+    return Refused(fd, name, "is not a TCP socket");
+  }
+  len = sizeof(listening);
+  if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening == 0) {
+    return Refused(fd, name, "is not listening");
+  }
+  char host[INET6_ADDRSTRLEN] = {};
+  bool loopback = false;
+  std::string address;
+  if (addr.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&addr);
+    loopback = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+    address = std::string(host) + ":" + std::to_string(ntohs(in->sin_port));
+  } else {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&addr);
+    loopback = IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) ||
+               (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127);
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+    address = "[" + std::string(host) + "]:" + std::to_string(ntohs(in6->sin6_port));
+  }
+  if (!loopback) {
+    return Refused(fd, name,
+                   "is bound to " + address +
+                       ", not a loopback address (127.0.0.0/8, ::1): refusing to serve it "
+                       "(proxied requests carry API keys)");
+  }
+  return address;
+}
+
 }  // namespace
 
 Result<ActivatedSockets> TakeActivatedSockets() {
   std::vector<Passed> passed = ListenFds();
   for (const Passed& p : passed) (void)fcntl(p.fd, F_SETFD, FD_CLOEXEC);
-  // Named sockets take their role; the others fill the roles left, in order.
+  // Named sockets take their role ("proxy": any number of them); the others fill the
+  // roles api and audit left, in order.
   std::vector<std::string> roles(passed.size());
   bool named_api = false, named_audit = false;
   for (size_t i = 0; i < passed.size(); ++i) {
-    if (passed[i].name == "api" && !named_api) {
+    if (passed[i].name == "proxy") {
+      roles[i] = "proxy";
+    } else if (passed[i].name == "api" && !named_api) {
       roles[i] = "api";
       named_api = true;
     } else if (passed[i].name == "audit" && !named_audit) {
@@ -147,6 +206,17 @@ Result<ActivatedSockets> TakeActivatedSockets() {
       close(p.fd);
       continue;
     }
+    if (roles[i] == "proxy") {
+      Result<std::string> address = ListeningLoopbackTcp(p.fd, roles[i]);
+      if (!address.ok()) {
+        if (error.ok()) error = address.status();
+        close(p.fd);
+        continue;
+      }
+      out.proxy_fds.push_back(p.fd);
+      out.proxy_addresses.push_back(*address);
+      continue;
+    }
     Result<std::string> bound = ListeningUnixPath(p.fd, roles[i]);
     if (!bound.ok()) {
       if (error.ok()) error = bound.status();
@@ -164,6 +234,7 @@ Result<ActivatedSockets> TakeActivatedSockets() {
   if (!error.ok()) {
     if (out.api_fd >= 0) close(out.api_fd);
     if (out.audit_fd >= 0) close(out.audit_fd);
+    for (int fd : out.proxy_fds) close(fd);
     return error;
   }
   return out;

@@ -7,6 +7,7 @@
 
 #include <boost/json.hpp>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 
 #include "cli/http_client.h"
@@ -63,8 +64,8 @@ TEST_F(InstallTest, LaysOutBinariesRankFilesAndUserUnits) {
   EXPECT_TRUE(IsFile(At("bin/missyctl")));
   EXPECT_TRUE(IsFile(At("share/missyd/o200k_base.tiktoken")));
   EXPECT_TRUE(IsFile(At("share/missyd/cl100k_base.tiktoken")));
-  for (const char* unit :
-       {"missyd.service", "missyd.socket", "missyd-audit.socket", "missyd-worker.service"}) {
+  for (const char* unit : {"missyd.service", "missyd.socket", "missyd-audit.socket",
+                           "missyd-proxy.socket", "missyd-worker.service"}) {
     EXPECT_TRUE(IsFile(At(std::string("share/systemd/user/") + unit))) << unit;
   }
   const std::string service = ReadWholeFile(At("share/systemd/user/missyd.service"));
@@ -122,12 +123,12 @@ TEST_F(InstallTest, TheInstalledUnitsPassSystemdAnalyzeVerify) {
   if (!HaveSystemdAnalyze()) GTEST_SKIP() << "systemd-analyze is not installed";
   const std::string dir = At("share/systemd/user/");
   std::string out;
-  EXPECT_EQ(
-      VerifyUnits(scratch_,
-                  dir + "missyd.socket " + dir + "missyd-audit.socket " + dir +
-                      "missyd.service " + dir + "missyd-worker.service",
-                  &out),
-      0)
+  EXPECT_EQ(VerifyUnits(scratch_,
+                        dir + "missyd.socket " + dir + "missyd-audit.socket " + dir +
+                            "missyd-proxy.socket " + dir + "missyd.service " + dir +
+                            "missyd-worker.service",
+                        &out),
+            0)
       << out;
   EXPECT_EQ(out, "");  // not even a warning
   // The check can fail: a unit with a misspelt key is reported.
@@ -141,6 +142,7 @@ TEST(SystemdUnitsTest, TheUnitsDeclareActivationNotifyWatchdogAndHardening) {
   const std::string dir = std::string(MISSY_SOURCE_DIR) + "/systemd/";
   const std::string api = ReadWholeFile(dir + "missyd.socket");
   const std::string audit = ReadWholeFile(dir + "missyd-audit.socket");
+  const std::string proxy = ReadWholeFile(dir + "missyd-proxy.socket");
   const std::string service = ReadWholeFile(dir + "missyd.service");
   for (const char* line : {"ListenStream=%t/missy/missyd.sock", "FileDescriptorName=api",
                            "SocketMode=0600", "DirectoryMode=0700", "Service=missyd.service"}) {
@@ -149,6 +151,20 @@ TEST(SystemdUnitsTest, TheUnitsDeclareActivationNotifyWatchdogAndHardening) {
   for (const char* line : {"ListenStream=%t/missy/audit.sock", "FileDescriptorName=audit",
                            "SocketMode=0600", "DirectoryMode=0700", "Service=missyd.service"}) {
     EXPECT_NE(audit.find(std::string("\n") + line + "\n"), std::string::npos) << line;
+  }
+  // The proxy listener: loopback TCP on the proxy's default port, optional (the service
+  // does not require it), passed to missyd.service by name.
+  for (const char* line :
+       {"ListenStream=127.0.0.1:8788", "FileDescriptorName=proxy", "Service=missyd.service",
+        "BindIPv6Only=ipv6-only", "WantedBy=sockets.target"}) {
+    EXPECT_NE(proxy.find(std::string("\n") + line + "\n"), std::string::npos) << line;
+  }
+  std::istringstream lines(service);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("Requires=") || line.starts_with("Wants=") || line.starts_with("Also=")) {
+      EXPECT_EQ(line.find("missyd-proxy.socket"), std::string::npos)
+          << "the proxy socket is optional: " << line;
+    }
   }
   for (const char* line :
        {"Type=notify", "Restart=on-failure", "ExecReload=/bin/kill -HUP $MAINPID", "WatchdogSec=30",

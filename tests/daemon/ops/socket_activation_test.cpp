@@ -1,7 +1,9 @@
 // Socket activation: missyd serves the listening sockets a service manager passed
 // (LISTEN_FDS/LISTEN_FDNAMES for its own LISTEN_PID) instead of binding the configured
 // paths, and leaves their files to the manager; logs carry journal priorities.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -153,6 +155,130 @@ TEST(SocketActivationTest, ADescriptorThatIsNotListeningIsAStartupError) {
   ASSERT_TRUE(d.Exited());
   EXPECT_EQ(d.exit_code(), 1);
   EXPECT_NE(d.log().find("socket activation: descriptor 3 ('api') is not listening"),
+            std::string::npos)
+      << d.log();
+}
+
+// A listening TCP socket on `host`:0, as missyd-proxy.socket binds one; its address as
+// bound ("127.0.0.1:41234") in `address`. -1 on error.
+int BindTcpSocket(const char* host, std::string* address) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  socklen_t len = sizeof(a);
+  if (fd < 0 || inet_pton(AF_INET, host, &a.sin_addr) != 1 ||
+      bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || listen(fd, 16) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  *address = std::string(host) + ":" + std::to_string(ntohs(a.sin_port));
+  return fd;
+}
+
+// A loopback port nothing listens on (bound, then released).
+uint16_t FreePort() {
+  std::string address;
+  const int fd = BindTcpSocket("127.0.0.1", &address);
+  close(fd);
+  return static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
+}
+
+// The API and audit sockets plus a proxy socket on loopback TCP, as the three units pass
+// them, and a proxy token file (so that the proxy answers a request without a token
+// itself, 401, without calling an upstream).
+struct ProxyActivation : Activation {
+  std::string proxy_address;
+  int proxy_fd = BindTcpSocket("127.0.0.1", &proxy_address);
+  std::string token_file = home.Join("proxy.token");
+  ProxyActivation() { WriteFileOrDie(token_file, "tok-activated-1\n"); }
+  ~ProxyActivation() {
+    if (proxy_fd >= 0) close(proxy_fd);
+  }
+  SpawnOptions Options() const {
+    SpawnOptions o;
+    o.home = home.path();
+    o.listen_fds = {api_fd, audit_fd, proxy_fd};
+    o.listen_fdnames = "api:audit:proxy";
+    return o;
+  }
+};
+
+// The proxy handler answered: 401 in the Anthropic shape, asking for the token.
+void ExpectProxyAnswers(const std::string& address) {
+  Result<ClientResponse> r = UnixHttpCall("tcp:" + address, "POST", "/v1/messages", "{}");
+  ASSERT_TRUE(r.ok()) << address << ": " << r.status().ToString();
+  EXPECT_EQ(r->status, 401) << r->body;
+  EXPECT_NE(r->body.find("a proxy token is required"), std::string::npos) << r->body;
+}
+
+TEST(SocketActivationTest, APassedProxySocketIsServedEvenWithTheProxyDisabled) {
+  ProxyActivation a;
+  ASSERT_GE(a.proxy_fd, 0);
+  // context.proxy.enabled is false (the default).
+  WriteFileOrDie(a.home.Join("config.yaml"),
+                 std::string("context:\n  tokenizer: heuristic\n  proxy:\n") +
+                     "    token_file: " + a.token_file + "\n");
+  SpawnedDaemon d;
+  ASSERT_TRUE(d.Spawn(a.Options()).ok());
+  ASSERT_TRUE(d.WaitHealthy(a.api_path).ok()) << d.log();
+  ExpectProxyAnswers(a.proxy_address);
+  EXPECT_EQ(d.Stop(SIGTERM), 0) << d.log();
+  const std::string log = d.log();
+  EXPECT_NE(log.find("<6>socket activation: api " + a.api_path + ", audit " + a.audit_path +
+                     ", proxy " + a.proxy_address + "\n"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("<6>proxy: serving the socket(s) passed by systemd (" + a.proxy_address +
+                     ") although context.proxy.enabled is false"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("proxy:        http://" + a.proxy_address + " "), std::string::npos) << log;
+}
+
+TEST(SocketActivationTest, APassedProxySocketReplacesContextProxyListen) {
+  ProxyActivation a;
+  ASSERT_GE(a.proxy_fd, 0);
+  const std::string configured = "127.0.0.1:" + std::to_string(FreePort());
+  WriteFileOrDie(a.home.Join("config.yaml"),
+                 std::string("context:\n  tokenizer: heuristic\n  proxy:\n    enabled: true\n") +
+                     "    listen: " + configured + "\n" + "    token_file: " + a.token_file + "\n");
+  SpawnedDaemon d;
+  ASSERT_TRUE(d.Spawn(a.Options()).ok());
+  ASSERT_TRUE(d.WaitHealthy(a.api_path).ok()) << d.log();
+  ExpectProxyAnswers(a.proxy_address);
+  // The unit owns the address: the configured one is not bound in addition.
+  EXPECT_FALSE(UnixHttpCall("tcp:" + configured, "GET", "/v1/models").ok());
+  EXPECT_EQ(d.Stop(SIGTERM), 0) << d.log();
+  const std::string log = d.log();
+  EXPECT_NE(log.find("<6>proxy: serving the socket(s) passed by systemd (" + a.proxy_address +
+                     "); context.proxy.listen is not bound\n"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find(configured), std::string::npos) << log;
+}
+
+TEST(SocketActivationTest, AProxySocketThatIsNotLoopbackIsAStartupError) {
+  Activation a;
+  std::string address;
+  const int open_to_all = BindTcpSocket("0.0.0.0", &address);
+  ASSERT_GE(open_to_all, 0);
+  WriteFileOrDie(a.home.Join("config.yaml"), "context:\n  tokenizer: heuristic\n");
+  SpawnOptions o;
+  o.home = a.home.path();
+  o.listen_fds = {a.api_fd, a.audit_fd, open_to_all};
+  o.listen_fdnames = "api:audit:proxy";
+  SpawnedDaemon d;
+  ASSERT_TRUE(d.Spawn(o).ok());
+  close(open_to_all);
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!d.Exited() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(d.Exited());
+  EXPECT_EQ(d.exit_code(), 1);
+  EXPECT_NE(d.log().find("socket activation: descriptor 5 ('proxy') is bound to " + address +
+                         ", not a loopback address"),
             std::string::npos)
       << d.log();
 }
