@@ -40,6 +40,10 @@ std::string TaskHeader(int64_t seq) {
 
 namespace {
 
+// What a last turn cut to fit leaves the pinned task at least, besides its header: the
+// cut marker and a little of its text.
+constexpr int64_t kTaskCutFloor = 128;
+
 constexpr char kMemoryHeading[] = "## Relevant Memory";
 constexpr char kLearningsHeading[] = "## Past Learnings";
 
@@ -50,6 +54,7 @@ struct Entry {
   int64_t stored_tokens = 0;
   bool pruned = false;  // render with the placeholder
   bool is_new = false;
+  bool cut = false;  // the cap applies to its text whatever its role (an oversized last turn)
   // Rendering cache for one cap (entries stay small: most are never rendered).
   int64_t cap = -1;
   bool changed = false;
@@ -91,7 +96,7 @@ class Renderer {
       e.tokens = counter_.CountMessage(*e.rendered);
       return;
     }
-    if (e.msg->role == Role::kTool && e.stored_tokens > cap) {
+    if ((e.msg->role == Role::kTool || e.cut) && e.stored_tokens > cap) {
       TruncatedText t = TruncateMiddleOut(e.msg->PlainText(), cap, counter_);
       if (t.truncated) {
         e.rendered = std::make_unique<Message>(WithText(*e.msg, std::move(t.text)));
@@ -394,6 +399,39 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
     // (c) Then every tool output left, the newest too. A last turn that still leaves no
     // room for the task gets what it needs: the task is cut to what is left (step 8).
     if (tail > tail_room()) squeeze(tail_start, n_entries);
+    // (d) A last turn still larger than the whole room is cut, not refused: its largest
+    // messages (a pasted text, a tool output past the floor) middle-out, each cut marked,
+    // until it fits with room for the task's header and a little of it (the task is then
+    // cut to what is left, as when the last turn merely leaves it less than it needs).
+    // Only a turn that cannot fit even so is refused.
+    int64_t cut_target = r.available;
+    if (tail > r.available && in.task && !task_in_tail()) {
+      const int64_t header = counter.CountMessage(Message::User(TaskHeader(r.task_seq) + "\n"));
+      cut_target -= std::min(pinned_task_cost(), header + kTaskCutFloor);
+    }
+    const bool cut_turn = tail > r.available;
+    for (int round = 0; cut_turn && tail > cut_target && round < 64; ++round) {
+      size_t largest = n_entries;
+      for (size_t i = tail_start; i < n_entries; ++i) {
+        const Role role = entries[i].msg->role;
+        if ((role != Role::kTool && role != Role::kUser) || entries[i].pruned) continue;
+        if (largest == n_entries || entries[i].tokens > entries[largest].tokens) largest = i;
+      }
+      constexpr int64_t kSmallestCut = 64;
+      if (largest == n_entries || entries[largest].tokens <= kSmallestCut) break;
+      Entry& e = entries[largest];
+      // Its text's cap: what it costs now less the excess (and the framing's slack), and
+      // always less than the last cap, so that every round makes progress.
+      const int64_t next = std::max(
+          kSmallestCut,
+          std::min(e.tokens - (tail - cut_target) - kTruncationSlack, tail_cap[largest] - 1));
+      if (e.cut && next >= tail_cap[largest]) break;  // at the smallest cut already
+      e.cut = true;
+      e.cap = -1;  // render again with the new cap
+      tail_cap[largest] = next;
+      tail = tail_tokens();
+      r.last_turn_truncated = true;
+    }
     if (tail > r.available) {
       return Status::ContextOverflow("the last turn needs " + Num(tail) + " tokens but only " +
                                      Num(r.available) + " are available (total " + Num(b.total) +

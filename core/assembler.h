@@ -92,7 +92,7 @@ struct ContextInput {
   // right after the last turn's (the fresh tail's older tool outputs are squeezed for it)
   // and before memory, learnings, summaries and older history. A last turn that leaves
   // less than it needs gets it cut middle-out to what is left (left out only when that is
-  // less than its header).
+  // less than its header and the cut's marker).
   std::optional<StoredMessage> task;
   int64_t task_max_tokens = 2000;
 };
@@ -142,6 +142,9 @@ struct ContextReport {
   int64_t pruned_freed_tokens = 0;         // freed by newly_pruned_seqs
   bool tail_squeezed = false;              // rule 1: the fresh tail alone did not fit
   int64_t tail_dropped_messages = 0;       // rule 1: oldest tail groups left out
+  // Rule 1: the last turn alone was larger than the room: its largest user and tool
+  // messages were cut middle-out (listed in `truncated`) instead of refusing the context.
+  bool last_turn_truncated = false;
   bool new_message_dropped = false;        // the sanitizer removed the new message
   std::string eviction = "fill";           // "fill" (rule 3) | "anchored" | "anchor_moved"
   // The pinned task (ContextInput::task): its seq (0: none given), whether it was sent
@@ -167,7 +170,8 @@ struct AssembledContext {
 // With a folded part, the result (messages and report) is exactly the one the whole
 // history gives, unless needs_more_history is set.
 // Fails with InvalidArgument for an invalid budget and ContextOverflow (with the
-// numbers) when the system prompt and tool definitions, or the last turn, cannot fit.
+// numbers) when the system prompt and tool definitions cannot fit, or the last turn
+// cannot even once its largest messages are cut (ContextReport::last_turn_truncated).
 // Stored tokens must come from the same counter (0 = unknown: counted here).
 Result<AssembledContext> AssembleContext(const ContextInput& input,
                                          const MessageTokenCounter& counter);

@@ -71,7 +71,9 @@ boost::json::object ContextReportToJson(const ContextReport& r) {
                              {"newly_pruned_seqs", std::move(newly)},
                              {"freed_tokens", r.pruned_freed_tokens}};
   o["fresh_tail"] =
-      json::object{{"squeezed", r.tail_squeezed}, {"dropped_messages", r.tail_dropped_messages}};
+      json::object{{"squeezed", r.tail_squeezed},
+                   {"dropped_messages", r.tail_dropped_messages},
+                   {"last_turn_truncated", r.last_turn_truncated}};
   return o;
 }
 

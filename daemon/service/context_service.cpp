@@ -415,6 +415,10 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
                         .Add("summaries", report.summaries_included)
                         .Add("sanitized", report.sanitized.size())
                         .Add("zone", report.zone)};
+  if (report.last_turn_truncated) {
+    // The last turn alone did not fit: it was cut rather than refused (its originals stay).
+    built.detail.Add("last_turn_truncated", true);
+  }
   // Over the thresholds on the budget this request asked for: the trigger checks, off
   // this path, whether a job would have work (and queues it, once a chunk's worth).
   if (report.should_summarize && trigger_ != nullptr) {

@@ -12,6 +12,7 @@
 
 #include "context_test_helpers.h"
 #include "core/assembler.h"
+#include "core/truncation.h"
 #include "core/groups.h"
 #include "core/sanitizer.h"
 #include "random_context.h"
@@ -175,7 +176,7 @@ TEST(AssemblerPropertyTest, RandomHistoriesKeepEveryInvariant) {
     }
 
     // 8. The task is in the context (kept, or pinned whole or cut), unless what the last
-    // turn leaves is less than its header.
+    // turn leaves is less than its header and a cut's marker.
     if (in.task) {
       bool has_task = kept.count(in.task->seq) > 0;
       int64_t history_side = 0;
@@ -183,7 +184,9 @@ TEST(AssemblerPropertyTest, RandomHistoriesKeepEveryInvariant) {
         has_task = has_task || m.text.rfind(TaskHeader(in.task->seq), 0) == 0;
         if (m.role != Role::kSystem) history_side += counter.CountMessage(m);
       }
-      const int64_t header = counter.CountMessage(Message::User(TaskHeader(in.task->seq) + "\n"));
+      // Its header and the marker of a cut: a task is never sent as less than that.
+      const int64_t header = counter.CountMessage(Message::User(
+          TaskHeader(in.task->seq) + "\n" + TruncationMarker(in.task->tokens) + "\n"));
       ASSERT_TRUE(has_task || r.history_budget - history_side < header)
           << "task " << in.task->seq << " missing with " << r.history_budget - history_side
           << " tokens left";

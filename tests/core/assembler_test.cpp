@@ -151,15 +151,53 @@ TEST(AssemblerTest, CoveredMessagesAreNotRepeated) {
   EXPECT_EQ(ctx->report.dropped_messages, 0);
 }
 
-TEST(AssemblerTest, OverflowWhenTheLastTurnCannotFit) {
+TEST(AssemblerTest, ALastTurnLargerThanTheRoomIsCutMiddleOutNotRefused) {
   const MessageTokenCounter counter = BytesCounter();
-  ContextInput in = BaseInput(50, 4);
+  ContextInput in = BaseInput(500, 4);
+  in.history = Store(Conv("u a"), counter);
+  // A pasted `find .`: four times the room.
+  std::string paste;
+  for (int i = 0; paste.size() < 2000; ++i) paste += "./src/file" + std::to_string(i) + ".c\n";
+  in.new_message = Message::User(paste);
+  Result<AssembledContext> ctx = AssembleContext(in, counter);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  EXPECT_TRUE(ctx->report.last_turn_truncated);
+  EXPECT_LE(ctx->report.used_tokens, 500);
+  const std::string sent = ctx->messages.back().PlainText();
+  EXPECT_NE(sent.find("[...truncated "), std::string::npos) << sent;
+  EXPECT_EQ(sent.rfind("./src/file0.c", 0), 0u) << "the start is kept";
+  EXPECT_NE(sent.find(paste.substr(paste.size() - 40)), std::string::npos) << "and the end";
+  ASSERT_EQ(ctx->report.truncated.size(), 1u);
+  EXPECT_EQ(ctx->report.truncated[0].seq, 0);  // the new message
+  EXPECT_GT(ctx->report.truncated[0].original_tokens, 2000);
+}
+
+TEST(AssemblerTest, TheLastTurnsLargestToolOutputIsCutFirstBelowTheSqueezeFloor) {
+  const MessageTokenCounter counter = BytesCounter();
+  ContextInput in = BaseInput(1200, 4);
+  in.min_tool_output_tokens = 1000;  // squeezing alone cannot make room
+  std::vector<Message> conv = Conv("u aTC(A,B) t(A) t(B)");
+  conv[2] = Message::ToolResult("A", std::string(3000, 'x'));
+  conv[3] = Message::ToolResult("B", std::string(300, 'y'));
+  in.history = Store(conv, counter);
+  Result<AssembledContext> ctx = AssembleContext(in, counter);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  EXPECT_TRUE(ctx->report.last_turn_truncated);
+  EXPECT_LE(ctx->report.used_tokens, 1200);
+  EXPECT_EQ(Shape(ctx->messages), "u aTC(A,B) t(A) t(B)");  // the pair stays whole
+  EXPECT_NE(ctx->messages[2].PlainText().find("[...truncated "), std::string::npos);
+  EXPECT_EQ(ctx->messages[3].PlainText(), std::string(300, 'y'));  // the small one untouched
+}
+
+TEST(AssemblerTest, OverflowOnlyWhenEvenTheCutLastTurnCannotFit) {
+  const MessageTokenCounter counter = BytesCounter();
+  ContextInput in = BaseInput(30, 4);
   in.history = Store(Conv("u a"), counter);
   in.new_message = Message::User(std::string(100, 'q'));
   Result<AssembledContext> ctx = AssembleContext(in, counter);
   ASSERT_FALSE(ctx.ok());
   EXPECT_EQ(ctx.status().code(), StatusCode::kContextOverflow);
-  EXPECT_NE(ctx.status().message().find("needs 104 tokens but only 50"), std::string::npos)
+  EXPECT_NE(ctx.status().message().find("tokens but only 30"), std::string::npos)
       << ctx.status().message();
 }
 
