@@ -239,8 +239,12 @@ void ProxyService::Managed(Call& call, Api api_kind) {
   context.tool_tokens = FixedTokens(*call.config, s, request);
   if (std::optional<ModelSpec> spec = call.config->models.Lookup(request.model)) {
     context.context_window = spec->context_window;
-    int64_t out = request.max_tokens > 0 ? request.max_tokens : spec->max_output_tokens;
-    context.max_output_tokens = std::min(out, spec->context_window - 1);
+    // The request's max_tokens is the output's reserve, but never more than three quarters
+    // of the window: an agent asking 128k of output from a 64k local model still gets a
+    // context (the API bounds what it answers; a refusal compacts and retries).
+    const int64_t out = request.max_tokens > 0 ? request.max_tokens : spec->max_output_tokens;
+    context.max_output_tokens =
+        std::min(out, spec->context_window - std::max<int64_t>(1, spec->context_window / 4));
   }
   context.enrich = call.config->proxy.memory;
   const auto build = [&](ContextRequest r) -> Result<ContextOutcome> {
