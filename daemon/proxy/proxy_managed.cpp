@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/json.hpp>
+#include <optional>
 #include <span>
 
 #include "daemon/audit/audit_bus.h"
@@ -308,9 +309,11 @@ void ProxyService::Managed(Call& call, Api api_kind) {
   }
   call.AnswerUnrelayed(out, upstream->base);
 
-  // 6. The answer joins the conversation; its usage calibrates the counts.
+  // 6. The answer joins the conversation (before the agent sees its end, with its audit
+  // event: an agent that has its answer finds both); then its usage calibrates the counts.
   std::string answer_state = out.complete ? "complete" : out.client_gone ? "client_gone" : "none";
   int64_t prompt_tokens = 0;
+  std::optional<UsageReport> usage;
   if (out.complete) {
     Result<Rebuilt> answer = reader->Finish();
     if (answer.ok()) {
@@ -323,12 +326,9 @@ void ProxyService::Managed(Call& call, Api api_kind) {
         conversations_.Forget(conversation);
         answer_state = "not_stored";
       }
-      EndRelayed(out);  // stored: the agent may see the answer's end now
       if (answer->input_tokens > 0) {
-        UsageReport usage{conversation.session_id, built->context_id, answer->input_tokens,
-                          answer->output_tokens};
-        (void)Await<UsageOutcome>(
-            [&](Done<UsageOutcome> done) { s.usage.Report(usage, std::move(done)); });
+        usage = UsageReport{conversation.session_id, built->context_id, answer->input_tokens,
+                            answer->output_tokens};
       }
     } else {
       answer_state = "unreadable";
@@ -338,8 +338,6 @@ void ProxyService::Managed(Call& call, Api api_kind) {
   } else if (out.relayed) {
     answer_state = out.client_gone ? "client_gone" : "cut";
   }
-
-  EndRelayed(out);  // when the answer could not be stored
 
   const ContextReport& report = built->context.report;
   int64_t native_sent = 0;
@@ -372,6 +370,11 @@ void ProxyService::Managed(Call& call, Api api_kind) {
           .Add("prompt_tokens", prompt_tokens)
           .Add("first_byte_ms", out.status != 0 ? MsBetween(call.start, out.head_at) : 0)
           .Add("duration_ms", MsSince(call.start))});
+  EndRelayed(out);
+  if (usage) {
+    (void)Await<UsageOutcome>(
+        [&](Done<UsageOutcome> done) { s.usage.Report(*usage, std::move(done)); });
+  }
   CountRequest(s.deps.metrics, api, upstream->base, out, call.start);
   if (retried && s.deps.metrics != nullptr) s.deps.metrics->proxy_retries.With({api}).Inc();
 }

@@ -27,6 +27,7 @@ using asio::use_awaitable;
 
 struct FakeProviderServer::Impl {
   std::vector<Reply> script;
+  Responder responder;  // when set, answers instead of the script
   FakeServerOptions options;
   std::unique_ptr<ssl::context> tls;  // outlives io: sessions destroyed with io use it
   asio::io_context io{1};
@@ -37,11 +38,33 @@ struct FakeProviderServer::Impl {
   int connections = 0;                    // guarded by mu
 
   Reply Next(RecordedRequest request) {
+    if (responder) {
+      {
+        std::lock_guard lock(mu);
+        requests.push_back(request);
+      }
+      return responder(request);  // only this thread calls it: one request at a time
+    }
     std::lock_guard lock(mu);
     const size_t n = requests.size();
     requests.push_back(std::move(request));
     if (n < script.size()) return script[n];
     return Json(500, R"({"error":{"message":"fake server: script exhausted"}})");
+  }
+
+  void Listen() {
+    if (!options.cert_file.empty()) {
+      tls = std::make_unique<ssl::context>(ssl::context::tls_server);
+      tls->use_certificate_chain_file(options.cert_file);
+      tls->use_private_key_file(options.key_file, ssl::context::pem);
+    }
+    const tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), 0);
+    acceptor.open(endpoint.protocol());
+    acceptor.set_option(tcp::acceptor::reuse_address(true));
+    acceptor.bind(endpoint);
+    acceptor.listen();
+    asio::co_spawn(io, Accept(), asio::detached);
+    thread = std::thread([this] { io.run(); });
   }
 
   awaitable<void> Accept() {
@@ -134,18 +157,14 @@ FakeProviderServer::FakeProviderServer(std::vector<Reply> script, FakeServerOpti
     : impl_(std::make_unique<Impl>()) {
   impl_->script = std::move(script);
   impl_->options = std::move(options);
-  if (!impl_->options.cert_file.empty()) {
-    impl_->tls = std::make_unique<ssl::context>(ssl::context::tls_server);
-    impl_->tls->use_certificate_chain_file(impl_->options.cert_file);
-    impl_->tls->use_private_key_file(impl_->options.key_file, ssl::context::pem);
-  }
-  const tcp::endpoint endpoint(asio::ip::make_address("127.0.0.1"), 0);
-  impl_->acceptor.open(endpoint.protocol());
-  impl_->acceptor.set_option(tcp::acceptor::reuse_address(true));
-  impl_->acceptor.bind(endpoint);
-  impl_->acceptor.listen();
-  asio::co_spawn(impl_->io, impl_->Accept(), asio::detached);
-  impl_->thread = std::thread([impl = impl_.get()] { impl->io.run(); });
+  impl_->Listen();
+}
+
+FakeProviderServer::FakeProviderServer(RespondWith respond, FakeServerOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->responder = std::move(respond.responder);
+  impl_->options = std::move(options);
+  impl_->Listen();
 }
 
 FakeProviderServer::~FakeProviderServer() {

@@ -1,12 +1,14 @@
 // A scripted HTTP(S) server on 127.0.0.1 standing in for an LLM provider in tests. It runs
 // on its own thread from construction to destruction (which stops it, cutting any reply
-// still pending); the n-th request received gets the n-th scripted reply (then 500). A
-// connection serves requests while the client keeps it alive and the replies allow it.
+// still pending); the n-th request received gets the n-th scripted reply (then 500), or,
+// built with RespondWith(responder), the reply the responder returns. A connection serves
+// requests while the client keeps it alive and the replies allow it.
 // No Asio here: only fake_provider_server.cpp includes it.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -44,9 +46,20 @@ struct FakeServerOptions {
   bool stall_handshake = false;  // TLS: accept, then never answer the handshake
 };
 
+// Computes the reply to one request. Called on the server's thread, one request at a
+// time, after the request is recorded (requests() includes it).
+using Responder = std::function<Reply(const RecordedRequest&)>;
+// Wraps a Responder for the constructor (so that `FakeProviderServer server({})` still
+// means an empty script).
+struct RespondWith {
+  explicit RespondWith(Responder f) : responder(std::move(f)) {}
+  Responder responder;
+};
+
 class FakeProviderServer {
  public:
   explicit FakeProviderServer(std::vector<Reply> script, FakeServerOptions options = {});
+  explicit FakeProviderServer(RespondWith respond, FakeServerOptions options = {});
   ~FakeProviderServer();
   FakeProviderServer(const FakeProviderServer&) = delete;
   FakeProviderServer& operator=(const FakeProviderServer&) = delete;
