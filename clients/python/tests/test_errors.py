@@ -94,12 +94,22 @@ class ErrorMappingTest(DaemonTestCase):
         self.assertEqual(self.client.get_session("demo")["message_count"], 0)
 
     def test_context_overflow_is_unprocessable(self):
+        # A last turn larger than the room is cut to fit; only one that cannot fit even
+        # cut (40 tokens of room) is refused.
         self.client.create_session("demo", model="gpt-4o")
         with self.assertRaises(errors.Unprocessable) as c:
-            self.client.context("demo", context_window=600, max_output_tokens=100,
+            self.client.context("demo", context_window=540, max_output_tokens=100,
                                 message={"role": "user", "content": "word " * 3000})
         e = self.assertError(c, errors.ContextOverflow, 422, "context_overflow", "")
-        self.assertIn("the last turn needs 3005 tokens but only 100 are available", e.message)
+        self.assertIn("tokens but only 40 are available", e.message)
+
+    def test_a_last_turn_larger_than_the_room_is_cut_not_refused(self):
+        self.client.create_session("demo", model="gpt-4o")
+        ctx = self.client.context("demo", context_window=600, max_output_tokens=100,
+                                  message={"role": "user", "content": "word " * 3000})
+        self.assertTrue(ctx["budget"]["fresh_tail"]["last_turn_truncated"])
+        self.assertIn("[...truncated ", ctx["messages"][-1]["content"])
+        self.assertLessEqual(ctx["budget"]["used_tokens"], ctx["budget"]["total"])
 
     def test_payload_too_large(self):
         self.client.create_session("demo")
