@@ -162,7 +162,87 @@ int64_t FixedTokens(const DaemonConfig& config, Services& s, const ParsedRequest
   return tokens;
 }
 
+// The context request for what the agent asked: its system prompt and fixed fields
+// counted, the model's window, its max_tokens as the output's reserve.
+ContextRequest ContextFor(const DaemonConfig& config, Services& s, const ParsedRequest& request,
+                          const std::string& session_id) {
+  ContextRequest context;
+  context.session_id = session_id;
+  context.system_prompt = request.system_text;
+  context.tool_tokens = FixedTokens(config, s, request);
+  if (std::optional<ModelSpec> spec = config.models.Lookup(request.model)) {
+    context.context_window = spec->context_window;
+    // The request's max_tokens is the output's reserve, but never more than three quarters
+    // of the window: an agent asking 128k of output from a 64k local model still gets a
+    // context (the API bounds what it answers; a refusal compacts and retries).
+    const int64_t out = request.max_tokens > 0 ? request.max_tokens : spec->max_output_tokens;
+    context.max_output_tokens =
+        std::min(out, spec->context_window - std::max<int64_t>(1, spec->context_window / 4));
+  }
+  context.enrich = config.proxy.memory;
+  return context;
+}
+
+Result<ContextOutcome> BuildContext(Services& s, ContextRequest request) {
+  return Await<ContextOutcome>(
+      [&](Done<ContextOutcome> done) { s.context.Build(std::move(request), std::move(done)); });
+}
+
 }  // namespace
+
+void ProxyService::CountTokens(Call& call) {
+  Services& s = services_;
+  // A conversation missyd holds is counted as missyd would send it: its stored part as
+  // the context assembles it, then what is new as the agent wrote it. Anything else (a
+  // body that is not a Messages request, a conversation not stored or rewritten) is
+  // counted as the agent sent it.
+  Result<ParsedRequest> parsed = ParseAnthropicRequest(call.request.body);
+  if (!parsed.ok()) return Passthrough(call, "count_tokens: not a Messages request");
+  const ParsedRequest& request = *parsed;
+  const Identity identity =
+      IdentifyConversation(call.path.session, call.request.headers, request);
+  Conversations::Held held = conversations_.Hold(identity);
+  Conversation& conversation = *held;
+  if (!Load(s, conversation).ok() || !conversation.exists || conversation.last_seq <= 0 ||
+      CommonPrefix(conversation.rows, request.messages) < conversation.rows.size()) {
+    return Passthrough(call, "count_tokens: no stored conversation to fit");
+  }
+  Result<ContextOutcome> built =
+      BuildContext(s, ContextFor(*call.config, s, request, conversation.session_id));
+  if (!built.ok()) return Passthrough(call, "count_tokens: " + built.status().message());
+  const size_t stored = conversation.rows.size();
+  Outgoing out = MapContext(built->context,
+                            std::vector<NativeMessage>(request.messages.begin(),
+                                                       request.messages.begin() + stored),
+                            conversation.rows, request.system_text);
+  for (size_t i = stored; i < request.messages.size(); ++i) {
+    out.items.push_back(OutItem{OutItem::Kind::kNative, i, {}});
+  }
+  Result<UpstreamTarget> upstream =
+      upstreams_.For(*call.config, Family::kAnthropic, request.model, call.path.rest);
+  if (!upstream.ok()) {
+    return call.Fail(500, "api_error", "missyd proxy: " + upstream.status().message());
+  }
+  RelayOutcome relayed = Relay(*upstream, "POST",
+                               ForwardHeaders(call.request.headers, upstream->credentials),
+                               BuildAnthropicRequest(request, out), *call.exchange, nullptr);
+  EndRelayed(relayed);
+  call.AnswerUnrelayed(relayed, upstream->base);
+  s.deps.audit->Emit(AuditRecord{
+      "proxy.request", "provider",
+      relayed.status >= 200 && relayed.status < 300 ? "allow" : "error", conversation.session_id,
+      AuditDetail()
+          .Add("api", "anthropic")
+          .Add("path", PathOnly(call.path.rest))
+          .Add("managed", true)
+          .Add("count_tokens", true)
+          .Add("agent_messages", request.messages.size())
+          .Add("sent_messages", out.items.size())
+          .Add("upstream", upstream->base)
+          .Add("upstream_status", relayed.status)
+          .Add("duration_ms", MsSince(call.start))});
+  CountRequest(s.deps.metrics, "anthropic", upstream->base, relayed, call.start);
+}
 
 void ProxyService::Managed(Call& call, Api api_kind) {
   Services& s = services_;
@@ -234,24 +314,8 @@ void ProxyService::Managed(Call& call, Api api_kind) {
   }
 
   // 4. The context for the request's model: its window, its max_tokens as the output.
-  ContextRequest context;
-  context.session_id = conversation.session_id;
-  context.system_prompt = request.system_text;
-  context.tool_tokens = FixedTokens(*call.config, s, request);
-  if (std::optional<ModelSpec> spec = call.config->models.Lookup(request.model)) {
-    context.context_window = spec->context_window;
-    // The request's max_tokens is the output's reserve, but never more than three quarters
-    // of the window: an agent asking 128k of output from a 64k local model still gets a
-    // context (the API bounds what it answers; a refusal compacts and retries).
-    const int64_t out = request.max_tokens > 0 ? request.max_tokens : spec->max_output_tokens;
-    context.max_output_tokens =
-        std::min(out, spec->context_window - std::max<int64_t>(1, spec->context_window / 4));
-  }
-  context.enrich = call.config->proxy.memory;
-  const auto build = [&](ContextRequest r) -> Result<ContextOutcome> {
-    return Await<ContextOutcome>(
-        [&](Done<ContextOutcome> done) { s.context.Build(std::move(r), std::move(done)); });
-  };
+  ContextRequest context = ContextFor(*call.config, s, request, conversation.session_id);
+  const auto build = [&](ContextRequest r) { return BuildContext(s, std::move(r)); };
   Result<ContextOutcome> built = build(context);
   if (!built.ok()) {
     const bool overflow = built.status().code() == StatusCode::kContextOverflow;

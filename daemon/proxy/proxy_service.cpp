@@ -107,6 +107,9 @@ void ProxyService::Run(const std::shared_ptr<Call>& call) {
   const std::string path = PathOnly(call->path.rest);
   if (call->request.method == "POST") {
     if (path == "/v1/messages" || path == "/messages") return Managed(*call, Api::kAnthropic);
+    if (path == "/v1/messages/count_tokens" || path == "/messages/count_tokens") {
+      return CountTokens(*call);
+    }
     if (path == "/v1/chat/completions" || path == "/chat/completions") {
       return Managed(*call, Api::kChat);
     }
@@ -118,9 +121,9 @@ void ProxyService::Run(const std::shared_ptr<Call>& call) {
   Passthrough(*call);
 }
 
-void ProxyService::Passthrough(Call& call) {
+void ProxyService::Passthrough(Call& call, std::string reason) {
   std::string model;
-  std::string reason = "not managed";
+  if (reason.empty()) reason = "not managed";
   if (!call.request.body.empty()) {
     boost::system::error_code ec;
     json::value v = json::parse(call.request.body, ec);

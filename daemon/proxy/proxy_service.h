@@ -7,8 +7,9 @@
 //
 // Managed: POST /v1/messages (Anthropic), POST /v1/chat/completions and POST
 // /v1/responses (OpenAI; a Responses request chained by previous_response_id is not: the
-// provider holds its history). Every other request (count_tokens, models, ...) is
-// forwarded unchanged and audited as unmanaged. A path may start with /s/{session} to name the session.
+// provider holds its history). POST /v1/messages/count_tokens of a stored conversation
+// counts what missyd would send. Every other request (models, ...) is forwarded unchanged
+// and audited as unmanaged. A path may start with /s/{session} to name the session.
 //
 // Thread safety: Handle may be called from any thread; each request runs on a relay
 // thread of its own (requests of one conversation one after the other). Stop() waits for
@@ -48,7 +49,10 @@ class ProxyService {
   struct Call;
   void Run(const std::shared_ptr<Call>& call);
   void Managed(Call& call, Api api);
-  void Passthrough(Call& call);
+  // POST /v1/messages/count_tokens: the count of what missyd would send.
+  void CountTokens(Call& call);
+  // Forwarded unchanged; `reason` says why in the audit event ("" : not managed).
+  void Passthrough(Call& call, std::string reason = {});
 
   Services& services_;
   Conversations conversations_;

@@ -376,3 +376,55 @@ TEST_F(ProxyTest, TwoAgentsAtOnceNeverMixAndTheMetricsCountThem) {
 
 }  // namespace
 }  // namespace missy::testing
+
+namespace missy::testing {
+namespace {
+
+TEST_F(ProxyTest, CountTokensOfAStoredConversationCountsWhatMissydWouldSend) {
+  Start({JsonReply(200, AnthropicMessage("m", json::parse(R"([{"type":"text","text":"ok"}])").as_array())),
+         JsonReply(200, R"({"input_tokens":1234})"), JsonReply(200, R"({"input_tokens":99})")},
+        "  models:\n    - {pattern: \"tiny-test\", context_window: 4000, max_output_tokens: 500, "
+        "encoding: o200k_base}\n");
+  json::array messages;
+  std::string lorem;
+  for (int i = 0; i < 120; ++i) lorem += "lorem ipsum dolor sit amet ";
+  for (int i = 0; i < 8; ++i) {
+    messages.push_back({{"role", "user"}, {"content", "Step " + std::to_string(i) + ": " + lorem}});
+    messages.push_back({{"role", "assistant"}, {"content", "Noted " + std::to_string(i)}});
+  }
+  messages.push_back({{"role", "user"}, {"content", "Sum up."}});
+  json::object request{{"model", "tiny-test"}, {"max_tokens", 500}, {"messages", messages}};
+  ASSERT_EQ(Send("/s/cnt/v1/messages", request)->status, 200);
+  const size_t sent_first = Upstream(0).at("messages").as_array().size();
+  EXPECT_LT(sent_first, messages.size());  // the window forced a fit
+
+  // The agent asks what its next request costs: the stored part as missyd sends it.
+  messages.push_back(json::parse(R"({"role":"assistant","content":[{"type":"text","text":"ok"}]})"));
+  messages.push_back({{"role", "user"}, {"content", "And now?"}});
+  json::object count{{"model", "tiny-test"}, {"messages", messages}};
+  Result<ClientResponse> r = Send("/s/cnt/v1/messages/count_tokens", count);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->body, R"({"input_tokens":1234})");
+  auto seen = upstream_->requests();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1].target, "/v1/messages/count_tokens");
+  const json::value counted = json::parse(seen[1].body);
+  const json::array& sent = counted.at("messages").as_array();
+  EXPECT_LT(sent.size(), messages.size());
+  EXPECT_EQ(sent.back(), messages.back());  // the new message as the agent wrote it
+  // Nothing was stored by counting: the session still holds 17 + the answer.
+  json::value stored = Body(daemon_->Call("GET", "/v1/sessions/cnt/messages"));
+  EXPECT_EQ(stored.at("messages").as_array().size(), 18u);
+
+  // A conversation missyd does not hold is counted as sent.
+  json::object other{{"model", "tiny-test"},
+                     {"messages", json::array{{{"role", "user"}, {"content", "new here"}}}}};
+  r = Send("/s/unknown/v1/messages/count_tokens", other);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(upstream_->requests()[2].body), json::value(other));
+}
+
+}  // namespace
+}  // namespace missy::testing
