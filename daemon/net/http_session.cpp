@@ -257,6 +257,11 @@ void HttpSession::OnHeader(const error_code& ec) {
 }
 
 void HttpSession::ReadBody() {
+  // A large body (an agent's whole conversation: megabytes) is read in large pieces: the
+  // buffer's free room decides how much one read asks for.
+  if (std::optional<uint64_t> declared = DeclaredBodyLength(); declared && *declared > (64 << 10)) {
+    buffer_.reserve(static_cast<size_t>(std::min<uint64_t>(*declared, 1 << 20)));
+  }
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](const error_code& ec, size_t) { self->OnRead(ec); });
 }

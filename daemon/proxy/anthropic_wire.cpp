@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <map>
 
 #include "daemon/proxy/json_read.h"
 #include "daemon/proxy/sse.h"
@@ -238,6 +239,7 @@ class StreamAnswer final : public AnswerReader {
     sse_.Finish();
     if (!error_.empty()) return Status::Unavailable("the stream reported an error: " + error_);
     if (!stopped_) return Status::Unavailable("the stream ended before message_stop");
+    for (size_t i = 0; i < content_.size(); ++i) Flush(i);
     message_["content"] = std::move(content_);
     message_["stop_reason"] = stop_reason_;
     return FromMessage(std::move(message_), input_tokens_, output_tokens_);
@@ -265,6 +267,7 @@ class StreamAnswer final : public AnswerReader {
       if (block == nullptr || !block->is_object()) return;
       if (content_.size() <= index) content_.resize(index + 1);
       if (partial_json_.size() <= index) partial_json_.resize(index + 1);
+      if (pending_.size() <= index) pending_.resize(index + 1);
       content_[index] = *block;
     } else if (type == "content_block_delta") {
       const size_t index = static_cast<size_t>(IntAt(v, "index"));
@@ -272,11 +275,13 @@ class StreamAnswer final : public AnswerReader {
       if (delta == nullptr || index >= content_.size() || !content_[index].is_object()) return;
       json::object& block = content_[index].get_object();
       const std::string kind = Str(delta->get_object(), "type");
+      // Deltas gather in pending_ (appending to the JSON string would copy all of it on
+      // every delta); the block gets them at its stop.
       const auto append = [&](std::string_view key, std::string_view from) {
-        std::string add = Str(delta->get_object(), from);
-        chars_ += add.size();
-        std::string now = Str(block, key);
-        block[key] = now + add;
+        const json::value* add = delta->get_object().if_contains(from);
+        if (add == nullptr || !add->is_string()) return;
+        chars_ += add->get_string().size();
+        pending_[index][std::string(key)].append(add->get_string());
       };
       if (kind == "text_delta") {
         append("text", "text");
@@ -298,6 +303,7 @@ class StreamAnswer final : public AnswerReader {
     } else if (type == "content_block_stop") {
       const size_t index = static_cast<size_t>(IntAt(v, "index"));
       if (index >= content_.size() || !content_[index].is_object()) return;
+      Flush(index);
       json::object& block = content_[index].get_object();
       if (block.contains("input") && index < partial_json_.size() &&
           !partial_json_[index].empty()) {
@@ -319,9 +325,20 @@ class StreamAnswer final : public AnswerReader {
     }
   }
 
+  // The deltas of block `index` not yet in it, by field ("text", "thinking", ...).
+  void Flush(size_t index) {
+    if (index >= pending_.size() || index >= content_.size() || !content_[index].is_object()) {
+      return;
+    }
+    json::object& block = content_[index].get_object();
+    for (auto& [key, text] : pending_[index]) block[key] = Str(block, key) + text;
+    pending_[index].clear();
+  }
+
   SseParser sse_;
   json::object message_;
   json::array content_;
+  std::vector<std::map<std::string, std::string>> pending_;
   std::vector<std::string> partial_json_;
   std::string stop_reason_;
   std::string error_;
@@ -387,10 +404,10 @@ Result<ParsedRequest> ParseAnthropicRequest(std::string_view body) {
 }
 
 std::string BuildAnthropicRequest(const ParsedRequest& request, const Outgoing& out) {
-  json::object body = request.body;
+  const json::object& body = request.body;
   json::array messages;
-  int markers = CountCacheMarkers(body.contains("system") ? body["system"] : json::value()) +
-                CountCacheMarkers(body.contains("tools") ? body["tools"] : json::value());
+  int markers = CountCacheMarkers(body.contains("system") ? body.at("system") : json::value()) +
+                CountCacheMarkers(body.contains("tools") ? body.at("tools") : json::value());
   std::optional<size_t> last_injected;
   for (const OutItem& item : out.items) {
     switch (item.kind) {
@@ -422,8 +439,7 @@ std::string BuildAnthropicRequest(const ParsedRequest& request, const Outgoing& 
     json::array& blocks = messages[*last_injected].get_object()["content"].get_array();
     if (!blocks.empty()) blocks.back().get_object()["cache_control"] = {{"type", "ephemeral"}};
   }
-  body["messages"] = std::move(messages);
-  return json::serialize(body);
+  return SerializeReplacing(body, "messages", std::move(messages));
 }
 
 std::unique_ptr<AnswerReader> MakeAnthropicReader(bool stream) {

@@ -233,7 +233,7 @@ Result<ParsedRequest> ParseChatRequest(std::string_view body) {
 }
 
 std::string BuildChatRequest(const ParsedRequest& request, const Outgoing& out) {
-  json::object body = request.body;
+  const json::object& body = request.body;
   const json::array& list = request.body.at("messages").get_array();
   json::array messages;
   for (size_t i = 0; i < request.leading; ++i) messages.push_back(list[i]);
@@ -248,8 +248,7 @@ std::string BuildChatRequest(const ParsedRequest& request, const Outgoing& out) 
         break;
     }
   }
-  body["messages"] = std::move(messages);
-  return json::serialize(body);
+  return SerializeReplacing(body, "messages", std::move(messages));
 }
 
 std::unique_ptr<AnswerReader> MakeChatReader(bool stream) {

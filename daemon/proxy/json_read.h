@@ -29,6 +29,26 @@ inline int64_t IntAt(const boost::json::value& v, std::string_view key) {
   return ec ? 0 : n;
 }
 
+// The JSON text of `o` with `key`'s value replaced by `value`, every other member copied
+// as it is and in its order (a request body with its messages rebuilt: the rest goes out
+// as the agent sent it, without copying the messages that are replaced).
+inline std::string SerializeReplacing(const boost::json::object& o, std::string_view key,
+                                      boost::json::value value) {
+  boost::json::object out;
+  out.reserve(o.size() + 1);
+  bool replaced = false;
+  for (const auto& [k, v] : o) {
+    if (k == key) {
+      out.emplace(k, std::move(value));
+      replaced = true;
+    } else {
+      out.emplace(k, v);
+    }
+  }
+  if (!replaced) out.emplace(key, std::move(value));
+  return boost::json::serialize(out);
+}
+
 // An answer read whole: Finish parses the body and hands it to FromJson.
 class JsonBodyAnswer : public AnswerReader {
  public:

@@ -99,9 +99,28 @@ Status EnsureSession(Services& s, Conversation& c, const ParsedRequest& request)
   return Status::Ok();
 }
 
-// Appends `natives` as the conversation's messages c.rows.size() on: their engine
-// messages, and their rows in the same commit.
+Status AppendBatch(Services& s, Conversation& c, std::span<const NativeMessage> natives);
+
+// Appends `natives` as the conversation's messages c.rows.size() on, in batches of at
+// most SessionService::kMaxBatch engine messages (a first request of 10,000 messages and
+// more is stored in a few commits; each batch's rows are committed with its messages).
 Status AppendNatives(Services& s, Conversation& c, std::span<const NativeMessage> natives) {
+  size_t begin = 0;
+  while (begin < natives.size()) {
+    size_t end = begin;
+    size_t engine = 0;
+    while (end < natives.size() &&
+           (end == begin || engine + natives[end].engine.size() <= SessionService::kMaxBatch)) {
+      engine += natives[end++].engine.size();
+    }
+    MISSY_RETURN_IF_ERROR(AppendBatch(s, c, natives.subspan(begin, end - begin)));
+    begin = end;
+  }
+  return Status::Ok();
+}
+
+// One batch: its engine messages, and their rows in the same commit.
+Status AppendBatch(Services& s, Conversation& c, std::span<const NativeMessage> natives) {
   if (natives.empty()) return Status::Ok();
   const size_t from = c.rows.size();
   AppendRequest append;

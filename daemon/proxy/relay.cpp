@@ -137,7 +137,7 @@ RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
       stream->End();
     }
   }
-  out.complete = result.complete && !out.client_gone;
+  out.complete = result.complete && !out.client_gone && !hold;
   if (!result.complete && !result.abandoned) {
     out.failed = true;
     out.failure = result.failure;

@@ -288,7 +288,7 @@ Result<ParsedRequest> ParseResponsesRequest(std::string_view body) {
 }
 
 std::string BuildResponsesRequest(const ParsedRequest& request, const Outgoing& out) {
-  json::object body = request.body;
+  const json::object& body = request.body;
   json::array input;
   for (const OutItem& item : out.items) {
     switch (item.kind) {
@@ -307,8 +307,7 @@ std::string BuildResponsesRequest(const ParsedRequest& request, const Outgoing& 
         break;
     }
   }
-  body["input"] = std::move(input);
-  return json::serialize(body);
+  return SerializeReplacing(body, "input", std::move(input));
 }
 
 std::unique_ptr<AnswerReader> MakeResponsesReader(bool stream) {

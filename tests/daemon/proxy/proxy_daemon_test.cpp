@@ -119,7 +119,8 @@ TEST_F(ProxyTest, AnAnthropicToolLoopReachesTheUpstreamUntouchedAndIsStoredTurnB
   EXPECT_EQ(seen[0].headers["x-api-key"], "sk-ant-secret-1");
   EXPECT_EQ(seen[0].headers["anthropic-version"], "2023-06-01");
   EXPECT_EQ(seen[0].headers["anthropic-beta"], "fine-grained-tool-streaming-2025-05-14");
-  EXPECT_EQ(json::parse(seen[0].body), json::value(request));  // nothing needed changing
+  // Nothing needed changing: the same bytes, every field in its order.
+  EXPECT_EQ(seen[0].body, json::serialize(request));
 
   // Turn 2: the agent resends everything with the answer and the tool's output.
   json::array& messages = request["messages"].as_array();
@@ -424,6 +425,27 @@ TEST_F(ProxyTest, CountTokensOfAStoredConversationCountsWhatMissydWouldSend) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(json::parse(upstream_->requests()[2].body), json::value(other));
+}
+
+}  // namespace
+}  // namespace missy::testing
+
+namespace missy::testing {
+namespace {
+
+TEST_F(ProxyTest, AFirstRequestOfMoreThanTenThousandMessagesIsStoredInBatches) {
+  Start({JsonReply(200, AnthropicMessage("m", json::parse(R"([{"type":"text","text":"ok"}])").as_array()))});
+  json::array messages;
+  for (int i = 0; i < 10050; ++i) {
+    messages.push_back({{"role", i % 2 == 0 ? "user" : "assistant"}, {"content", "m" + std::to_string(i)}});
+  }
+  messages.push_back({{"role", "user"}, {"content", "last"}});
+  json::object request{{"model", "claude-sonnet-4-5"}, {"max_tokens", 100}, {"messages", messages}};
+  Result<ClientResponse> r = Send("/s/big/v1/messages", request);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200) << r->body;
+  json::value session = Body(daemon_->Call("GET", "/v1/sessions/big"));
+  EXPECT_EQ(Int(session, {"message_count"}), 10052);  // every message and the answer
 }
 
 }  // namespace
