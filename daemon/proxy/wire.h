@@ -31,7 +31,8 @@ struct NativeMessage {
 };
 
 // Equal for two messages that the context engine cannot tell apart: the agent may move
-// its cache markers or add fields between turns without breaking the match.
+// its cache markers, add fields or send a text as a string or as one text part between
+// turns without breaking the match. 32 hex digits; fast, not cryptographic.
 std::string CanonicalHash(const std::vector<Message>& engine);
 
 struct ParsedRequest {

@@ -98,3 +98,22 @@ TEST(ChatWire, ContextLengthRefusalsAreRecognised) {
 
 }  // namespace
 }  // namespace missy::proxy
+
+namespace missy::proxy {
+namespace {
+
+TEST(ChatWire, AMessageSentAsAStringOrAsOneTextPartIsTheSameMessage) {
+  Result<std::vector<Message>> a = ChatToEngine(
+      boost::json::parse(R"({"role":"user","content":"hi there"})"), "m");
+  Result<std::vector<Message>> b = ChatToEngine(
+      boost::json::parse(R"({"role":"user","content":[{"type":"text","text":"hi there"}]})"), "m");
+  Result<std::vector<Message>> c = ChatToEngine(
+      boost::json::parse(R"({"role":"user","content":"hi there!"})"), "m");
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(CanonicalHash(*a), CanonicalHash(*b));
+  EXPECT_NE(CanonicalHash(*a), CanonicalHash(*c));
+  EXPECT_EQ(CanonicalHash(*a).size(), 32u);
+}
+
+}  // namespace
+}  // namespace missy::proxy
