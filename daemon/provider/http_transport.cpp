@@ -298,7 +298,9 @@ class Exchange {
       lost_before_answer_ = true;
       return fail(ReadFailure("sending the request", ec, limits));
     }
+    // Room for large reads: a streamed answer arrives in as few pieces as the peer allows.
     boost::beast::flat_buffer buffer;
+    buffer.reserve(64 << 10);
     http::response_parser<http::buffer_body> parser;
     parser.header_limit(kMaxHeaderBytes);
     parser.body_limit(boost::none);
