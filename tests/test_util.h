@@ -1,6 +1,8 @@
 // Small helpers shared by the test binaries.
 #pragma once
 
+#include <cstdint>
+
 #include <chrono>
 #include <string>
 #include <thread>
@@ -23,6 +25,10 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// A TCP port on 127.0.0.1 that nothing listens on now (bound, read, closed: another
+// process may take it meanwhile, which the tests that use it accept).
+uint16_t FreeLoopbackPort();
 
 std::string ReadFileOrDie(const std::string& path);
 void WriteFileOrDie(const std::string& path, const std::string& content);

@@ -231,13 +231,9 @@ class JsonAnswer final : public JsonBodyAnswer {
   }
 };
 
-class StreamAnswer final : public AnswerReader {
+class StreamAnswer final : public SseAnswer {
  public:
-  StreamAnswer() : sse_([this](const SseEvent& e) { OnEvent(e); }) {}
-  void Feed(std::string_view piece) override { sse_.Feed(piece); }
-  Result<Rebuilt> Finish() override {
-    sse_.Finish();
-    if (!error_.empty()) return Status::Unavailable("the stream reported an error: " + error_);
+  Result<Rebuilt> Complete() override {
     if (!stopped_) return Status::Unavailable("the stream ended before message_stop");
     for (size_t i = 0; i < content_.size(); ++i) Flush(i);
     message_["content"] = std::move(content_);
@@ -248,7 +244,7 @@ class StreamAnswer final : public AnswerReader {
   bool ended() const override { return stopped_; }
 
  private:
-  void OnEvent(const SseEvent& e) {
+  void OnEvent(const SseEvent& e) override {
     boost::system::error_code ec;
     json::value v = json::parse(e.data, ec);
     if (ec || !v.is_object()) return;
@@ -335,13 +331,11 @@ class StreamAnswer final : public AnswerReader {
     pending_[index].clear();
   }
 
-  SseParser sse_;
   json::object message_;
   json::array content_;
   std::vector<std::map<std::string, std::string>> pending_;
   std::vector<std::string> partial_json_;
   std::string stop_reason_;
-  std::string error_;
   int64_t input_tokens_ = 0;
   int64_t output_tokens_ = 0;
   size_t chars_ = 0;

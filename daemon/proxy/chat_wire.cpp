@@ -64,13 +64,9 @@ class JsonAnswer final : public JsonBodyAnswer {
   }
 };
 
-class StreamAnswer final : public AnswerReader {
+class StreamAnswer final : public SseAnswer {
  public:
-  StreamAnswer() : sse_([this](const SseEvent& e) { OnEvent(e); }) {}
-  void Feed(std::string_view piece) override { sse_.Feed(piece); }
-  Result<Rebuilt> Finish() override {
-    sse_.Finish();
-    if (!error_.empty()) return Status::Unavailable("the stream reported an error: " + error_);
+  Result<Rebuilt> Complete() override {
     if (!done_ && finish_reason_.empty()) {
       return Status::Unavailable("the stream ended before its last chunk");
     }
@@ -103,7 +99,7 @@ class StreamAnswer final : public AnswerReader {
   bool ended() const override { return done_; }
 
  private:
-  void OnEvent(const SseEvent& e) {
+  void OnEvent(const SseEvent& e) override {
     if (e.data == "[DONE]") {
       done_ = true;
       return;
@@ -154,8 +150,7 @@ class StreamAnswer final : public AnswerReader {
   struct Call {
     std::string id, name, arguments;
   };
-  SseParser sse_;
-  std::string id_, content_, refusal_, finish_reason_, error_;
+  std::string id_, content_, refusal_, finish_reason_;
   std::map<int64_t, Call> calls_;
   int64_t input_tokens_ = 0, output_tokens_ = 0;
   size_t chars_ = 0;

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "daemon/proxy/sse.h"
 #include "daemon/proxy/wire.h"
 
 namespace missy::proxy {
@@ -66,6 +67,27 @@ class JsonBodyAnswer : public AnswerReader {
 
  private:
   std::string body_;
+};
+
+// An answer read as server-sent events: each event goes to OnEvent as it arrives; Finish
+// reports the stream's own error event, else asks Complete for the message.
+class SseAnswer : public AnswerReader {
+ public:
+  SseAnswer() : sse_([this](const SseEvent& e) { OnEvent(e); }) {}
+  void Feed(std::string_view piece) final { sse_.Feed(piece); }
+  Result<Rebuilt> Finish() final {
+    sse_.Finish();
+    if (!error_.empty()) return Status::Unavailable("the stream reported an error: " + error_);
+    return Complete();
+  }
+
+ protected:
+  virtual void OnEvent(const SseEvent& e) = 0;
+  virtual Result<Rebuilt> Complete() = 0;
+  std::string error_;  // set by OnEvent for an error event
+
+ private:
+  SseParser sse_;
 };
 
 }  // namespace missy::proxy

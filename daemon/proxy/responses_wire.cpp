@@ -164,13 +164,9 @@ class JsonAnswer final : public JsonBodyAnswer {
   Result<Rebuilt> FromJson(json::value v) override { return FromResponse(v); }
 };
 
-class StreamAnswer final : public AnswerReader {
+class StreamAnswer final : public SseAnswer {
  public:
-  StreamAnswer() : sse_([this](const SseEvent& e) { OnEvent(e); }) {}
-  void Feed(std::string_view piece) override { sse_.Feed(piece); }
-  Result<Rebuilt> Finish() override {
-    sse_.Finish();
-    if (!error_.empty()) return Status::Unavailable("the stream reported an error: " + error_);
+  Result<Rebuilt> Complete() override {
     if (!completed_) return Status::Unavailable("the stream ended before response.completed");
     json::value response = completed_response_;
     // Some servers leave the final output empty: the items seen done stand in for it.
@@ -185,7 +181,7 @@ class StreamAnswer final : public AnswerReader {
   bool ended() const override { return completed_; }
 
  private:
-  void OnEvent(const SseEvent& e) {
+  void OnEvent(const SseEvent& e) override {
     boost::system::error_code ec;
     json::value v = json::parse(e.data, ec);
     if (ec || !v.is_object()) return;
@@ -208,10 +204,8 @@ class StreamAnswer final : public AnswerReader {
     }
   }
 
-  SseParser sse_;
   json::array items_;
   json::value completed_response_;
-  std::string error_;
   size_t chars_ = 0;
   bool completed_ = false;
 };

@@ -15,23 +15,9 @@
 #include <thread>
 #include <vector>
 
-namespace missy::testing {
+#include "test_util.h"
 
-inline int FreeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+namespace missy::testing {
 
 inline bool Accepts(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

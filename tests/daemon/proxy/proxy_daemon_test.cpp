@@ -22,18 +22,6 @@ namespace json = boost::json;
 using provider_test::FakeProviderServer;
 using provider_test::Reply;
 
-uint16_t FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 std::string AnthropicMessage(const std::string& id, const json::array& content,
                              const std::string& stop = "end_turn") {
   return json::serialize(json::object{{"id", id},
@@ -60,7 +48,7 @@ class ProxyTest : public ::testing::Test {
   void Start(std::vector<Reply> script, const std::string& extra_config = {},
              std::string openai_url = {}) {
     upstream_ = std::make_unique<FakeProviderServer>(std::move(script));
-    port_ = FreePort();
+    port_ = FreeLoopbackPort();
     const std::string config =
         "context:\n  log_level: info\n  proxy:\n    enabled: true\n    listen: 127.0.0.1:" +
         std::to_string(port_) + "\n    upstreams:\n      anthropic: " + upstream_->Url() +
@@ -217,7 +205,7 @@ TEST_F(ProxyTest, ARewrittenHistoryBranchesIntoANewSessionAndKeepsTheOld) {
 
 TEST_F(ProxyTest, UpstreamErrorsPassThroughAndAnUnreachableUpstreamIsA502InTheApisShape) {
   // The OpenAI upstream is a port nothing listens on.
-  const std::string dead = "http://127.0.0.1:" + std::to_string(FreePort()) + "/v1";
+  const std::string dead = "http://127.0.0.1:" + std::to_string(FreeLoopbackPort()) + "/v1";
   Start({JsonReply(429, R"({"type":"error","error":{"type":"rate_limit_error","message":"slow down"}})",
                    {{"retry-after", "7"}})},
         {}, dead);

@@ -70,18 +70,6 @@ const char* const kFiles[] = {"marot__spotter-1.jsonl",           "gruckion__min
 
 enum class Shape { kAnthropic, kChat };
 
-uint16_t FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 std::string Str(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
   return v != nullptr && v->is_string() ? std::string(v->get_string()) : std::string();
@@ -425,7 +413,7 @@ Figures ProxyReplayTest::Replay(Shape shape, const std::string& file) {
         turn.assistant.reset();
         return reply;
       }));
-  const uint16_t port = FreePort();
+  const uint16_t port = FreeLoopbackPort();
   TempDir dir;
   const std::string config =
       "context:\n  log_level: warn\n  models:\n    - {pattern: \"" + std::string(kModel) +
