@@ -197,11 +197,13 @@ Result<ParsedRequest> ParseChatRequest(std::string_view body) {
   if (const json::value* t = r.body.if_contains("tools"); t && t->is_array()) {
     r.tools_json = json::serialize(*t);
   }
-  const json::value* messages = r.body.if_contains("messages");
+  json::value* messages = r.body.if_contains("messages");
   if (messages == nullptr || !messages->is_array()) {
     return Status::InvalidArgument("messages must be an array", "messages");
   }
-  const json::array& list = messages->get_array();
+  // The history's messages move into r.messages (no copy of a 10,000-message list); their
+  // places in r.body are left null, and the body sent upstream rebuilds the list.
+  json::array& list = messages->get_array();
   while (r.leading < list.size() && IsSystemRole(list[r.leading])) {
     const json::value* c = Find(list[r.leading], "content");
     if (!r.system_text.empty()) r.system_text += "\n";
@@ -219,7 +221,7 @@ Result<ParsedRequest> ParseChatRequest(std::string_view body) {
         ChatToEngine(list[i], "messages[" + std::to_string(i) + "]");
     if (!engine.ok()) return engine.status();
     NativeMessage n;
-    n.native = list[i];
+    n.native = std::move(list[i]);
     n.engine = std::move(*engine);
     n.hash = CanonicalHash(n.engine);
     r.messages.push_back(std::move(n));

@@ -209,8 +209,9 @@ Result<Received> ReadReceived(Shape shape, const std::string& body, const Messag
       shape == Shape::kChat ? proxy::ParseChatRequest(body) : proxy::ParseAnthropicRequest(body);
   if (!parsed.ok()) return parsed.status();
   Received r;
-  r.body = parsed->body;
-  r.messages = parsed->body.at("messages").as_array();
+  // As received (the parse moved the history's messages out of parsed->body).
+  r.body = json::parse(body).as_object();
+  r.messages = r.body.at("messages").as_array();
   if (shape == Shape::kChat) {
     for (size_t i = 0; i < parsed->leading; ++i) {
       Result<std::vector<Message>> e = proxy::ChatToEngine(r.messages[i], "leading");
