@@ -305,6 +305,11 @@ std::string RenderContext(const json::value& answer, size_t width) {
                       " of the fresh tail dropped",
                   width);
   }
+  if (BoolAt(b, {"fresh_tail", "last_turn_truncated"})) {
+    notes += Note("cut:",
+                  "the last turn alone did not fit: its largest messages were cut",
+                  width);
+  }
   if (BoolAt(b, {"should_summarize"})) {
     notes += Note("summarize:",
                   "due: history " + Thousands(IntAt(b, {"history", "demand_tokens"})) +

@@ -66,7 +66,7 @@ TEST(RenderTest, ContextReportShowsSectionsZoneAndWhatWasLeftOut) {
       "sanitized":[{"seq":6,"tool_call_id":"call_9","reason":"orphan_result","detail":"answers no open call"}],
       "truncated":[{"seq":12,"original_tokens":4000,"tokens":1000}],
       "pruned":{"messages":3,"newly_pruned_seqs":[4,7,9],"freed_tokens":1200},
-      "fresh_tail":{"squeezed":false,"dropped_messages":0},
+      "fresh_tail":{"squeezed":true,"dropped_messages":0,"last_turn_truncated":true},
       "encoding":"o200k_base","factor":1.0,
       "calibration":{"ratio":1.0658,"samples":2,"raw_total":111616,"calibrated_total":104725}}})");
   const std::string out = RenderContext(answer);
@@ -106,6 +106,11 @@ TEST(RenderTest, ContextReportShowsSectionsZoneAndWhatWasLeftOut) {
             std::string::npos)
       << out;
   EXPECT_NE(out.find("summarize: due: history 90,000 tokens, threshold 64,000, 40 uncovered"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("squeezed:  the newest messages alone did not fit"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("cut:       the last turn alone did not fit: its largest messages were cut\n"),
             std::string::npos)
       << out;
 }
