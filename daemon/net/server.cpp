@@ -39,6 +39,7 @@
 #include <utility>
 
 #include "daemon/net/connection.h"
+#include "daemon/net/listen_options.h"
 #include "daemon/net/tcp_listener.h"
 #include "daemon/net/tcp_peer.h"
 #include "daemon/net/unix_listener.h"
@@ -72,49 +73,6 @@ Generic ProtocolOf(int fd) {
   const int family = addr.ss_family;
   return Generic(family, family == AF_UNIX ? 0 : IPPROTO_TCP);
 }
-
-// The listening descriptors NetOptions hands over (socket activation): the server owns
-// them from Create on. Closes, when destroyed, every one no listener took.
-class AdoptedFds {
- public:
-  explicit AdoptedFds(const NetOptions& options) {
-    Add(options.api_listen_fd);
-    Add(options.audit_listen_fd);
-    for (int fd : options.proxy_listen_fds) Add(fd);
-  }
-  AdoptedFds(const AdoptedFds&) = delete;
-  AdoptedFds& operator=(const AdoptedFds&) = delete;
-  ~AdoptedFds() {
-    for (int fd : fds_) close(fd);
-  }
-  // `fd` is the caller's from now on (-1 stays -1).
-  int Take(int fd) {
-    fds_.erase(std::remove(fds_.begin(), fds_.end(), fd), fds_.end());
-    return fd;
-  }
-
- private:
-  void Add(int fd) {  // once each, so that a descriptor given twice is closed once
-    if (fd >= 0 && std::find(fds_.begin(), fds_.end(), fd) == fds_.end()) fds_.push_back(fd);
-  }
-  std::vector<int> fds_;
-};
-
-// An accepted descriptor waiting for its peer check; closed unless released.
-class OwnedFd {
- public:
-  explicit OwnedFd(int fd) : fd_(fd) {}
-  OwnedFd(const OwnedFd&) = delete;
-  OwnedFd& operator=(const OwnedFd&) = delete;
-  ~OwnedFd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 // One listening socket and what its connections are for.
 struct Listener {
@@ -203,7 +161,7 @@ class ServerImpl final : public NetServer, public ServerContext {
     // Adopted descriptors are ours from the call on: each one a listener took closes with
     // it; the others (Init failed before their turn) close when Init returns.
     AdoptedFds adopted(options_);
-    MISSY_RETURN_IF_ERROR(ValidateListeners());
+    MISSY_RETURN_IF_ERROR(ValidateListenOptions(options_));
     MISSY_RETURN_IF_ERROR(AddUnixListener(Listener::Role::kApi,
                                           adopted.Take(options_.api_listen_fd),
                                           options_.api_socket_path, api_endpoint_));
@@ -335,48 +293,6 @@ class ServerImpl final : public NetServer, public ServerContext {
   }
 
  private:
-  // Refuses option sets that would bind one socket file twice, serve one descriptor twice
-  // or leave proxy requests without a handler.
-  Status ValidateListeners() const {
-    if ((!options_.proxy_listen.empty() || !options_.proxy_listen_fds.empty()) &&
-        !options_.proxy_handler) {
-      return Status::InvalidArgument("proxy listeners need a proxy handler");
-    }
-    std::vector<int> fds;  // adopted descriptors: each serves one listener
-    if (options_.api_listen_fd >= 0) fds.push_back(options_.api_listen_fd);
-    if (options_.audit_listen_fd >= 0) fds.push_back(options_.audit_listen_fd);
-    fds.insert(fds.end(), options_.proxy_listen_fds.begin(), options_.proxy_listen_fds.end());
-    for (size_t i = 0; i < fds.size(); ++i) {
-      if (fds[i] < 0) {
-        return Status::InvalidArgument("adopted proxy socket: invalid descriptor " +
-                                       std::to_string(fds[i]));
-      }
-      if (std::find(fds.begin(), fds.begin() + static_cast<std::ptrdiff_t>(i), fds[i]) !=
-          fds.begin() + static_cast<std::ptrdiff_t>(i)) {
-        return Status::InvalidArgument("adopted listening socket: descriptor " +
-                                       std::to_string(fds[i]) + " is given twice");
-      }
-    }
-    std::vector<std::string> paths;  // socket files this server binds
-    if (options_.api_listen_fd < 0) paths.push_back(options_.api_socket_path);
-    if (options_.audit_listen_fd < 0 && !options_.audit_socket_path.empty()) {
-      if (options_.api_listen_fd < 0 && options_.audit_socket_path == options_.api_socket_path) {
-        return Status::InvalidArgument("the audit socket path equals the API socket path: " +
-                                       options_.audit_socket_path);
-      }
-      paths.push_back(options_.audit_socket_path);
-    }
-    for (const ListenAddress& address : options_.proxy_listen) {
-      if (address.kind != ListenAddress::Kind::kUnix) continue;
-      if (std::find(paths.begin(), paths.end(), address.path) != paths.end()) {
-        return Status::InvalidArgument("proxy listen address " + address.ToString() +
-                                       " names a socket that is already used");
-      }
-      paths.push_back(address.path);
-    }
-    return Status::Ok();
-  }
-
   // Adopts `adopted` (>= 0, socket activation) or binds `path`.
   Status AddUnixListener(Listener::Role role, int adopted, const std::string& path,
                          std::shared_ptr<const HttpEndpoint> endpoint) {
@@ -409,14 +325,7 @@ class ServerImpl final : public NetServer, public ServerContext {
       listener->tcp = true;
       fd = bound->fd;
     }
-    listener->endpoint = std::make_shared<const HttpEndpoint>(
-        HttpEndpoint{options_.proxy_handler, listener->name, options_.proxy_body_limit,
-                     options_.proxy_read_timeout});
-    const std::string name = listener->name;
-    MISSY_RETURN_IF_ERROR(Adopt(std::move(listener), fd));
-    proxy_addresses_.push_back(name);
-    spdlog::info("proxy listening on {}", name);
-    return Status::Ok();
+    return ServeProxy(std::move(listener), fd, "");
   }
 
   // Serves `fd`, a listening TCP socket bound by someone else (socket activation), like a
@@ -433,13 +342,18 @@ class ServerImpl final : public NetServer, public ServerContext {
     listener->role = Listener::Role::kProxy;
     listener->name = checked->address;
     listener->tcp = true;
+    return ServeProxy(std::move(listener), fd, " (adopted socket)");
+  }
+
+  // A proxy listener, bound or adopted, gets the proxy's endpoint and is listed.
+  Status ServeProxy(std::unique_ptr<Listener> listener, int fd, std::string_view how) {
     listener->endpoint = std::make_shared<const HttpEndpoint>(
         HttpEndpoint{options_.proxy_handler, listener->name, options_.proxy_body_limit,
                      options_.proxy_read_timeout});
     const std::string name = listener->name;
     MISSY_RETURN_IF_ERROR(Adopt(std::move(listener), fd));
     proxy_addresses_.push_back(name);
-    spdlog::info("proxy listening on {} (adopted socket)", name);
+    spdlog::info("proxy listening on {}{}", name, how);
     return Status::Ok();
   }
 
