@@ -6,6 +6,7 @@
 #include <limits>
 #include <memory>
 
+#include "core/context_entry.h"
 #include "core/context_summaries.h"
 #include "core/groups.h"
 #include "core/sanitizer.h"
@@ -40,80 +41,15 @@ std::string TaskHeader(int64_t seq) {
 
 namespace {
 
+using assembly::Entry;
+using assembly::Renderer;
+
 // What a last turn cut to fit leaves the pinned task at least, besides its header: the
 // cut marker and a little of its text.
 constexpr int64_t kTaskCutFloor = 128;
 
 constexpr char kMemoryHeading[] = "## Relevant Memory";
 constexpr char kLearningsHeading[] = "## Past Learnings";
-
-// One sendable message of the sanitized history (or the new message).
-struct Entry {
-  const Message* msg = nullptr;
-  int64_t seq = 0;  // 0 for the new message
-  int64_t stored_tokens = 0;
-  bool pruned = false;  // render with the placeholder
-  bool is_new = false;
-  bool cut = false;  // the cap applies to its text whatever its role (an oversized last turn)
-  // Rendering cache for one cap (entries stay small: most are never rendered).
-  int64_t cap = -1;
-  bool changed = false;
-  std::unique_ptr<Message> rendered;  // set when changed
-  int64_t tokens = 0;
-};
-
-// Joins text parts (for truncation); images are kept after the text.
-Message WithText(const Message& m, std::string text) {
-  Message out = m;
-  if (m.content_form == ContentForm::kParts && m.ImageCount() > 0) {
-    std::vector<ContentPart> parts;
-    parts.push_back({ContentPart::Kind::kText, std::move(text), {}, {}});
-    for (const ContentPart& p : m.parts) {
-      if (p.kind == ContentPart::Kind::kImage) parts.push_back(p);
-    }
-    out.parts = std::move(parts);
-    out.text.clear();
-  } else {
-    out.content_form = ContentForm::kString;
-    out.text = std::move(text);
-    out.parts.clear();
-  }
-  return out;
-}
-
-class Renderer {
- public:
-  explicit Renderer(const MessageTokenCounter& counter) : counter_(counter) {}
-
-  // Renders `e` with tool outputs capped at `cap` tokens (middle-out); cached per cap.
-  void Render(Entry& e, int64_t cap) const {
-    if (e.cap == cap) return;
-    e.cap = cap;
-    e.changed = false;
-    if (e.pruned) {
-      e.rendered = std::make_unique<Message>(PrunedMessage(*e.msg));
-      e.changed = true;
-      e.tokens = counter_.CountMessage(*e.rendered);
-      return;
-    }
-    if ((e.msg->role == Role::kTool || e.cut) && e.stored_tokens > cap) {
-      TruncatedText t = TruncateMiddleOut(e.msg->PlainText(), cap, counter_);
-      if (t.truncated) {
-        e.rendered = std::make_unique<Message>(WithText(*e.msg, std::move(t.text)));
-        e.changed = true;
-        e.tokens = counter_.CountMessage(*e.rendered);
-        return;
-      }
-    }
-    e.rendered.reset();
-    e.tokens = e.stored_tokens;
-  }
-
-  const Message& Out(const Entry& e) const { return e.changed ? *e.rendered : *e.msg; }
-
- private:
-  const MessageTokenCounter& counter_;
-};
 
 std::string JoinSystem(const std::string& base, const std::string& memory,
                        const std::string& learnings) {
