@@ -202,13 +202,18 @@ class Exchange {
                             "connection lost in the TLS handshake: " + ec.message()};
   }
 
-  template <typename Stream>
-  std::variant<HttpAnswer, TransportFailure> Exchange2(
-      Stream& stream, const http::request<http::string_body>& request, const AttemptLimits& limits,
-      SteadyClock::time_point first_byte_deadline) {
+  // Writes `request` and reads the answer's header into `parser`, each phase by the
+  // deadline `deadline()` gives when it starts. A failure leaves closing to the caller and
+  // sets lost_before_answer_ when no byte of an answer came (resending is then safe).
+  template <typename Stream, typename Parser, typename Deadline>
+  std::optional<TransportFailure> SendAndReadHeader(
+      Stream& stream, const http::request<http::string_body>& request,
+      boost::beast::flat_buffer& buffer, Parser& parser, const AttemptLimits& limits,
+      Deadline deadline) {
+    parser.header_limit(kMaxHeaderBytes);
     error_code ec;
     bool timed_out = RunPhase(
-        first_byte_deadline,
+        deadline(),
         [&](auto done) {
           http::async_write(stream, request, [&, done](const error_code& e, std::size_t) {
             ec = e;
@@ -216,18 +221,13 @@ class Exchange {
           });
         },
         [&] { Close(); });
-    if (timed_out) return Closed(Timeout("sending the request"));
+    if (timed_out) return Timeout("sending the request");
     if (ec) {
       lost_before_answer_ = true;
-      return Closed(ReadFailure("sending the request", ec, limits));
+      return ReadFailure("sending the request", ec, limits);
     }
-
-    boost::beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.header_limit(kMaxHeaderBytes);
-    parser.body_limit(limits.max_response_bytes);
     timed_out = RunPhase(
-        first_byte_deadline,
+        deadline(),
         [&](auto done) {
           http::async_read_header(stream, buffer, parser,
                                   [&, done](const error_code& e, std::size_t) {
@@ -236,16 +236,31 @@ class Exchange {
                                   });
         },
         [&] { Close(); });
-    if (timed_out) return Closed(Timeout("waiting for the answer"));
+    if (timed_out) return Timeout("waiting for the answer");
     if (ec) {
       lost_before_answer_ =
           buffer.size() == 0 &&
           (ec == http::error::end_of_stream || ec == asio::error::connection_reset ||
            ec == asio::error::eof || ec == ssl::error::stream_truncated);
-      return Closed(ReadFailure("reading the answer's header", ec, limits));
+      return ReadFailure("reading the answer's header", ec, limits);
+    }
+    return std::nullopt;
+  }
+
+  template <typename Stream>
+  std::variant<HttpAnswer, TransportFailure> Exchange2(
+      Stream& stream, const http::request<http::string_body>& request, const AttemptLimits& limits,
+      SteadyClock::time_point first_byte_deadline) {
+    boost::beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(limits.max_response_bytes);
+    if (auto failure = SendAndReadHeader(stream, request, buffer, parser, limits,
+                                         [&] { return first_byte_deadline; })) {
+      return Closed(*failure);
     }
     if (!parser.is_done()) {
-      timed_out = RunPhase(
+      error_code ec;
+      const bool timed_out = RunPhase(
           limits.deadline,
           [&](auto done) {
             http::async_read(stream, buffer, parser, [&, done](const error_code& e, std::size_t) {
@@ -283,44 +298,13 @@ class Exchange {
       out.failure = std::move(failure);
       return out;
     };
-    error_code ec;
-    bool timed_out = RunPhase(
-        idle_deadline(),
-        [&](auto done) {
-          http::async_write(stream, request, [&, done](const error_code& e, std::size_t) {
-            ec = e;
-            done();
-          });
-        },
-        [&] { Close(); });
-    if (timed_out) return fail(Timeout("sending the request"));
-    if (ec) {
-      lost_before_answer_ = true;
-      return fail(ReadFailure("sending the request", ec, limits));
-    }
     // Room for large reads: a streamed answer arrives in as few pieces as the peer allows.
     boost::beast::flat_buffer buffer;
     buffer.reserve(64 << 10);
     http::response_parser<http::buffer_body> parser;
-    parser.header_limit(kMaxHeaderBytes);
     parser.body_limit(boost::none);
-    timed_out = RunPhase(
-        idle_deadline(),
-        [&](auto done) {
-          http::async_read_header(stream, buffer, parser,
-                                  [&, done](const error_code& e, std::size_t) {
-                                    ec = e;
-                                    done();
-                                  });
-        },
-        [&] { Close(); });
-    if (timed_out) return fail(Timeout("waiting for the answer"));
-    if (ec) {
-      lost_before_answer_ =
-          buffer.size() == 0 &&
-          (ec == http::error::end_of_stream || ec == asio::error::connection_reset ||
-           ec == asio::error::eof || ec == ssl::error::stream_truncated);
-      return fail(ReadFailure("reading the answer's header", ec, limits));
+    if (auto failure = SendAndReadHeader(stream, request, buffer, parser, limits, idle_deadline)) {
+      return fail(*failure);
     }
     HttpHead head;
     head.status = static_cast<int>(parser.get().result_int());
@@ -337,7 +321,8 @@ class Exchange {
     while (!parser.is_done()) {
       parser.get().body().data = piece.data();
       parser.get().body().size = piece.size();
-      timed_out = RunPhase(
+      error_code ec;
+      const bool timed_out = RunPhase(
           idle_deadline(),
           [&](auto done) {
             http::async_read_some(stream, buffer, parser,
