@@ -359,44 +359,19 @@ Result<std::vector<Message>> AnthropicToEngine(const json::value& native, std::s
 }
 
 Result<ParsedRequest> ParseAnthropicRequest(std::string_view body) {
-  boost::system::error_code ec;
-  json::value v = json::parse(body, ec);
-  if (ec) return Status::InvalidArgument("the body is not JSON: " + ec.message());
-  if (!v.is_object()) return Status::InvalidArgument("the body must be a JSON object");
-  ParsedRequest r;
-  r.api = Api::kAnthropic;
-  r.body = std::move(v.get_object());
-  r.model = Str(r.body, "model");
-  if (r.model.empty()) return Status::InvalidArgument("model is required", "model");
+  Result<ParsedRequest> head = ParseRequestHead(body, Api::kAnthropic);
+  if (!head.ok()) return head.status();
+  ParsedRequest& r = *head;
   if (const json::value* m = r.body.if_contains("max_tokens"); m && m->is_number()) {
     r.max_tokens = m->to_number<int64_t>();
   }
-  if (const json::value* s = r.body.if_contains("stream"); s && s->is_bool()) {
-    r.stream = s->get_bool();
-  }
   if (const json::value* s = r.body.if_contains("system")) r.system_text = JoinSystem(*s);
-  if (const json::value* t = r.body.if_contains("tools"); t && t->is_array()) {
-    r.tools_json = json::serialize(*t);
-  }
   json::value* messages = r.body.if_contains("messages");
   if (messages == nullptr || !messages->is_array()) {
     return Status::InvalidArgument("messages must be an array", "messages");
   }
-  // The history's messages move into r.messages (no copy of a 10,000-message list); their
-  // places in r.body are left null, and the body sent upstream rebuilds the list.
-  json::array& list = messages->get_array();
-  r.messages.reserve(list.size());
-  for (size_t i = 0; i < list.size(); ++i) {
-    const std::string field = "messages[" + std::to_string(i) + "]";
-    Result<std::vector<Message>> engine = AnthropicToEngine(list[i], field);
-    if (!engine.ok()) return engine.status();
-    NativeMessage n;
-    n.native = std::move(list[i]);
-    n.engine = std::move(*engine);
-    n.hash = CanonicalHash(n.engine);
-    r.messages.push_back(std::move(n));
-  }
-  return r;
+  MISSY_RETURN_IF_ERROR(TakeNatives(messages->get_array(), 0, AnthropicToEngine, r.messages));
+  return head;
 }
 
 std::string BuildAnthropicRequest(const ParsedRequest& request, const Outgoing& out) {

@@ -181,28 +181,16 @@ Result<std::vector<Message>> ChatToEngine(const json::value& native, std::string
 }
 
 Result<ParsedRequest> ParseChatRequest(std::string_view body) {
-  boost::system::error_code ec;
-  json::value v = json::parse(body, ec);
-  if (ec) return Status::InvalidArgument("the body is not JSON: " + ec.message());
-  if (!v.is_object()) return Status::InvalidArgument("the body must be a JSON object");
-  ParsedRequest r;
-  r.api = Api::kChat;
-  r.body = std::move(v.get_object());
-  r.model = Str(r.body, "model");
-  if (r.model.empty()) return Status::InvalidArgument("model is required", "model");
+  Result<ParsedRequest> head = ParseRequestHead(body, Api::kChat);
+  if (!head.ok()) return head.status();
+  ParsedRequest& r = *head;
   for (std::string_view key : {"max_completion_tokens", "max_tokens"}) {
     if (r.max_tokens == 0) r.max_tokens = IntAt(r.body, key);
-  }
-  if (const json::value* s = r.body.if_contains("stream"); s && s->is_bool()) r.stream = s->get_bool();
-  if (const json::value* t = r.body.if_contains("tools"); t && t->is_array()) {
-    r.tools_json = json::serialize(*t);
   }
   json::value* messages = r.body.if_contains("messages");
   if (messages == nullptr || !messages->is_array()) {
     return Status::InvalidArgument("messages must be an array", "messages");
   }
-  // The history's messages move into r.messages (no copy of a 10,000-message list); their
-  // places in r.body are left null, and the body sent upstream rebuilds the list.
   json::array& list = messages->get_array();
   while (r.leading < list.size() && IsSystemRole(list[r.leading])) {
     const json::value* c = Find(list[r.leading], "content");
@@ -216,17 +204,8 @@ Result<ParsedRequest> ParseChatRequest(std::string_view body) {
     }
     ++r.leading;
   }
-  for (size_t i = r.leading; i < list.size(); ++i) {
-    Result<std::vector<Message>> engine =
-        ChatToEngine(list[i], "messages[" + std::to_string(i) + "]");
-    if (!engine.ok()) return engine.status();
-    NativeMessage n;
-    n.native = std::move(list[i]);
-    n.engine = std::move(*engine);
-    n.hash = CanonicalHash(n.engine);
-    r.messages.push_back(std::move(n));
-  }
-  return r;
+  MISSY_RETURN_IF_ERROR(TakeNatives(list, r.leading, ChatToEngine, r.messages));
+  return head;
 }
 
 std::string BuildChatRequest(const ParsedRequest& request, const Outgoing& out) {

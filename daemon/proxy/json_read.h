@@ -30,6 +30,17 @@ inline int64_t IntAt(const boost::json::value& v, std::string_view key) {
   return ec ? 0 : n;
 }
 
+// What every API's request has: a JSON object with a `model`, maybe `stream` and `tools`.
+// kInvalidArgument (naming the field) otherwise. The rest is each codec's.
+Result<ParsedRequest> ParseRequestHead(std::string_view body, Api api);
+
+// Moves list[from..] into `out` as natives, each read by `to_engine` (its field named
+// "messages[i]") and hashed: no copy of a 10,000-message list; their places in `list`
+// are left null (the body sent upstream rebuilds the list).
+using ToEngine = Result<std::vector<Message>> (*)(const boost::json::value&, std::string_view);
+Status TakeNatives(boost::json::array& list, size_t from, ToEngine to_engine,
+                   std::vector<NativeMessage>& out);
+
 // The JSON text of `o` with `key`'s value replaced by `value`, every other member copied
 // as it is and in its order (a request body with its messages rebuilt: the rest goes out
 // as the agent sent it, without copying the messages that are replaced).

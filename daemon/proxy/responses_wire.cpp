@@ -250,21 +250,11 @@ Result<std::vector<NativeMessage>> ResponsesItemsToNatives(const json::array& it
 }
 
 Result<ParsedRequest> ParseResponsesRequest(std::string_view body) {
-  boost::system::error_code ec;
-  json::value v = json::parse(body, ec);
-  if (ec) return Status::InvalidArgument("the body is not JSON: " + ec.message());
-  if (!v.is_object()) return Status::InvalidArgument("the body must be a JSON object");
-  ParsedRequest r;
-  r.api = Api::kResponses;
-  r.body = std::move(v.get_object());
-  r.model = Str(r.body, "model");
-  if (r.model.empty()) return Status::InvalidArgument("model is required", "model");
+  Result<ParsedRequest> head = ParseRequestHead(body, Api::kResponses);
+  if (!head.ok()) return head.status();
+  ParsedRequest& r = *head;
   r.max_tokens = IntAt(r.body, "max_output_tokens");
-  if (const json::value* s = r.body.if_contains("stream"); s && s->is_bool()) r.stream = s->get_bool();
   r.system_text = Str(r.body, "instructions");
-  if (const json::value* t = r.body.if_contains("tools"); t && t->is_array()) {
-    r.tools_json = json::serialize(*t);
-  }
   const json::value* input = r.body.if_contains("input");
   if (input == nullptr) return Status::InvalidArgument("input is required", "input");
   if (input->is_string()) {
@@ -272,13 +262,13 @@ Result<ParsedRequest> ParseResponsesRequest(std::string_view body) {
     Result<std::vector<NativeMessage>> natives = ResponsesItemsToNatives(items, "input");
     if (!natives.ok()) return natives.status();
     r.messages = std::move(*natives);
-    return r;
+    return head;
   }
   if (!input->is_array()) return Status::InvalidArgument("input must be a string or an array", "input");
   Result<std::vector<NativeMessage>> natives = ResponsesItemsToNatives(input->get_array(), "input");
   if (!natives.ok()) return natives.status();
   r.messages = std::move(*natives);
-  return r;
+  return head;
 }
 
 std::string BuildResponsesRequest(const ParsedRequest& request, const Outgoing& out) {

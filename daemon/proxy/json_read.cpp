@@ -1,0 +1,45 @@
+#include "daemon/proxy/json_read.h"
+
+#include <algorithm>
+#include <string>
+
+namespace missy::proxy {
+
+namespace json = boost::json;
+
+Result<ParsedRequest> ParseRequestHead(std::string_view body, Api api) {
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  if (ec) return Status::InvalidArgument("the body is not JSON: " + ec.message());
+  if (!v.is_object()) return Status::InvalidArgument("the body must be a JSON object");
+  ParsedRequest r;
+  r.api = api;
+  r.body = std::move(v.get_object());
+  r.model = Str(r.body, "model");
+  if (r.model.empty()) return Status::InvalidArgument("model is required", "model");
+  if (const json::value* s = r.body.if_contains("stream"); s && s->is_bool()) {
+    r.stream = s->get_bool();
+  }
+  if (const json::value* t = r.body.if_contains("tools"); t && t->is_array()) {
+    r.tools_json = json::serialize(*t);
+  }
+  return r;
+}
+
+Status TakeNatives(json::array& list, size_t from, ToEngine to_engine,
+                   std::vector<NativeMessage>& out) {
+  out.reserve(out.size() + list.size() - std::min(from, list.size()));
+  for (size_t i = from; i < list.size(); ++i) {
+    Result<std::vector<Message>> engine =
+        to_engine(list[i], "messages[" + std::to_string(i) + "]");
+    if (!engine.ok()) return engine.status();
+    NativeMessage n;
+    n.native = std::move(list[i]);
+    n.engine = std::move(*engine);
+    n.hash = CanonicalHash(n.engine);
+    out.push_back(std::move(n));
+  }
+  return Status::Ok();
+}
+
+}  // namespace missy::proxy
