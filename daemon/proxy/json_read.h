@@ -36,7 +36,7 @@ Result<ParsedRequest> ParseRequestHead(std::string_view body, Api api);
 
 // Moves list[from..] into `out` as natives, each read by `to_engine` (its field named
 // "messages[i]") and hashed: no copy of a 10,000-message list; their places in `list`
-// are left null (the body sent upstream rebuilds the list).
+// are left moved-from (empty objects; the body sent upstream rebuilds the list).
 using ToEngine = Result<std::vector<Message>> (*)(const boost::json::value&, std::string_view);
 Status TakeNatives(boost::json::array& list, size_t from, ToEngine to_engine,
                    std::vector<NativeMessage>& out);

@@ -163,12 +163,10 @@ Status AppendBatch(Services& s, Conversation& c, std::span<const NativeMessage> 
   return Status::Ok();
 }
 
-// Tool definitions and the request's other fields, as the budget counts them.
-int64_t FixedTokens(const DaemonConfig& config, Services& s, const ParsedRequest& request) {
-  Session probe;
-  probe.model = request.model;
-  MessageTokenCounter counter = CounterFor(config, s.deps.tokenizers, probe);
-  int64_t tokens = request.tools_json == "[]" ? 0 : counter.CountToolDefinitions(request.tools_json);
+// Tool definitions and the request's other fields, as the budget counts them; `memo`
+// (may be null) holds the last count and what it was of.
+int64_t FixedTokens(const DaemonConfig& config, Services& s, const ParsedRequest& request,
+                    ParsedBody* memo) {
   json::object rest;
   for (const auto& [key, value] : request.body) {
     if (key == "messages" || key == "system" || key == "tools" || key == "model" ||
@@ -177,18 +175,36 @@ int64_t FixedTokens(const DaemonConfig& config, Services& s, const ParsedRequest
     }
     rest[key] = value;
   }
-  if (!rest.empty()) tokens += counter.CountText(json::serialize(rest));
+  const std::string rest_json = rest.empty() ? std::string() : json::serialize(rest);
+  // A reloaded configuration (another tokenizer for the model) is another object.
+  std::string key = std::to_string(reinterpret_cast<uintptr_t>(&config)) + '\0' + request.model;
+  key.push_back('\0');
+  key += request.tools_json;
+  key.push_back('\0');
+  key += rest_json;
+  if (memo != nullptr && memo->fixed_tokens >= 0 && memo->fixed_key == key) {
+    return memo->fixed_tokens;
+  }
+  Session probe;
+  probe.model = request.model;
+  MessageTokenCounter counter = CounterFor(config, s.deps.tokenizers, probe);
+  int64_t tokens = request.tools_json == "[]" ? 0 : counter.CountToolDefinitions(request.tools_json);
+  if (!rest_json.empty()) tokens += counter.CountText(rest_json);
+  if (memo != nullptr) {
+    memo->fixed_key = std::move(key);
+    memo->fixed_tokens = tokens;
+  }
   return tokens;
 }
 
 // The context request for what the agent asked: its system prompt and fixed fields
 // counted, the model's window, its max_tokens as the output's reserve.
 ContextRequest ContextFor(const DaemonConfig& config, Services& s, const ParsedRequest& request,
-                          const std::string& session_id) {
+                          const std::string& session_id, ParsedBody* memo = nullptr) {
   ContextRequest context;
   context.session_id = session_id;
   context.system_prompt = request.system_text;
-  context.tool_tokens = FixedTokens(config, s, request);
+  context.tool_tokens = FixedTokens(config, s, request, memo);
   if (std::optional<ModelSpec> spec = config.models.Lookup(request.model)) {
     context.context_window = spec->context_window;
     // The request's max_tokens is the output's reserve, but never more than three quarters
@@ -269,14 +285,14 @@ void ProxyService::Managed(Call& call, Api api_kind) {
   const std::string api(ApiName(api_kind));
 
   // 1. What the agent sent.
-  Result<ParsedRequest> parsed = codec.parse(call.request.body);
+  Result<ParsedBody> parsed = parse_cache_.Parse(api_kind, call.request.body, codec.parse);
   if (!parsed.ok()) {
     const std::string field = parsed.status().field();
     return call.Fail(400, "invalid_request_error",
                      "missyd proxy: " + parsed.status().message() +
                          (field.empty() ? "" : " (" + field + ")"));
   }
-  ParsedRequest& request = *parsed;
+  ParsedRequest& request = parsed->request;
 
   // 2. Which conversation, and how much of it is stored.
   Identity identity = IdentifyConversation(call.path.session, call.request.headers, request);
@@ -333,7 +349,8 @@ void ProxyService::Managed(Call& call, Api api_kind) {
   }
 
   // 4. The context for the request's model: its window, its max_tokens as the output.
-  ContextRequest context = ContextFor(*call.config, s, request, conversation.session_id);
+  ContextRequest context =
+      ContextFor(*call.config, s, request, conversation.session_id, &*parsed);
   const auto build = [&](ContextRequest r) { return BuildContext(s, std::move(r)); };
   Result<ContextOutcome> built = build(context);
   if (!built.ok()) {
@@ -436,6 +453,7 @@ void ProxyService::Managed(Call& call, Api api_kind) {
           .Add("stream", request.stream)
           .Add("agent_messages", request.messages.size())
           .Add("new_messages", request.messages.size() - common)
+          .Add("parsed_messages", request.messages.size() - parsed->reused)
           .Add("sent_messages", sent.items.size())
           .Add("sent_unchanged", native_sent)
           .Add("sent_tokens", report.used_tokens)
@@ -460,6 +478,8 @@ void ProxyService::Managed(Call& call, Api api_kind) {
   }
   CountRequest(s.deps.metrics, api, upstream->base, out, call.start);
   if (retried && s.deps.metrics != nullptr) s.deps.metrics->proxy_retries.With({api}).Inc();
+  // The agent's next turn resends this list with a few more messages at its end.
+  if (answer_state == "complete") parse_cache_.Keep(std::move(call.request.body), std::move(*parsed));
 }
 
 }  // namespace missy::proxy

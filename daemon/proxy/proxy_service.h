@@ -25,6 +25,7 @@
 
 #include "daemon/net/server.h"
 #include "daemon/proxy/conversations.h"
+#include "daemon/proxy/parse_cache.h"
 #include "daemon/proxy/upstreams.h"
 #include "daemon/proxy/wire.h"
 
@@ -56,6 +57,7 @@ class ProxyService {
 
   Services& services_;
   Conversations conversations_;
+  ParseCache parse_cache_;  // the last requests, so that a turn parses only what changed
   Upstreams upstreams_;
   std::atomic<int> active_{0};
   std::atomic<bool> stopping_{false};

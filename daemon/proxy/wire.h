@@ -38,7 +38,7 @@ std::string CanonicalHash(const std::vector<Message>& engine);
 struct ParsedRequest {
   Api api = Api::kAnthropic;
   // The request body as sent, except that the history's messages were moved into
-  // `messages` (their places here are null; chat's leading system messages stay).
+  // `messages` (their places here hold empty objects; chat's leading system messages stay).
   boost::json::object body;
   std::string model;
   int64_t max_tokens = 0;  // 0: the request named none

@@ -1,0 +1,233 @@
+#include "daemon/proxy/parse_cache.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace missy::proxy {
+namespace {
+
+namespace json = boost::json;
+using Spans = std::vector<std::pair<size_t, size_t>>;
+
+bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+size_t SkipSpace(std::string_view t, size_t p) {
+  while (p < t.size() && IsSpace(t[p])) ++p;
+  return p;
+}
+
+// The offset just past the string that opens at t[p] ('"'), or npos.
+size_t SkipString(std::string_view t, size_t p) {
+  ++p;
+  while (p < t.size()) {
+    const char* q = static_cast<const char*>(std::memchr(t.data() + p, '"', t.size() - p));
+    if (q == nullptr) return std::string_view::npos;
+    size_t at = static_cast<size_t>(q - t.data());
+    size_t slashes = 0;
+    while (at - slashes > p && t[at - slashes - 1] == '\\') ++slashes;
+    if (slashes % 2 == 0) return at + 1;
+    p = at + 1;
+  }
+  return std::string_view::npos;
+}
+
+// The offset just past the JSON value that starts at t[p], or npos. Checks nesting and
+// strings, not every rule of JSON: what it accepts is parsed afterwards anyway.
+size_t SkipValue(std::string_view t, size_t p) {
+  if (p >= t.size()) return std::string_view::npos;
+  if (t[p] == '"') return SkipString(t, p);
+  if (t[p] != '{' && t[p] != '[') {
+    while (p < t.size() && t[p] != ',' && t[p] != '}' && t[p] != ']' && !IsSpace(t[p])) ++p;
+    return p;
+  }
+  size_t depth = 0;
+  while (p < t.size()) {
+    const char c = t[p];
+    if (c == '"') {
+      p = SkipString(t, p);
+      if (p == std::string_view::npos) return p;
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) return p + 1;
+    }
+    ++p;
+  }
+  return std::string_view::npos;
+}
+
+// Scans the array's elements from `p`: just past its '[' (`first`) or just past an
+// element. Appends their spans; false when malformed.
+bool ScanElements(std::string_view t, size_t p, bool first, Spans& spans) {
+  p = SkipSpace(t, p);
+  if (first && p < t.size() && t[p] == ']') return true;
+  if (!first) {
+    if (p < t.size() && t[p] == ']') return true;
+    if (p >= t.size() || t[p] != ',') return false;
+    p = SkipSpace(t, p + 1);
+  }
+  for (;;) {
+    const size_t end = SkipValue(t, p);
+    if (end == std::string_view::npos || end == p) return false;
+    spans.emplace_back(p, end);
+    p = SkipSpace(t, end);
+    if (p >= t.size()) return false;
+    if (t[p] == ']') return true;
+    if (t[p] != ',') return false;
+    p = SkipSpace(t, p + 1);
+  }
+}
+
+// How many leading bytes of `a` and `b` are equal.
+size_t CommonBytes(std::string_view a, std::string_view b) {
+  const size_t n = std::min(a.size(), b.size());
+  constexpr size_t kBlock = 4096;
+  size_t p = 0;
+  while (p + kBlock <= n && std::memcmp(a.data() + p, b.data() + p, kBlock) == 0) p += kBlock;
+  while (p < n && a[p] == b[p]) ++p;
+  return p;
+}
+
+std::string_view ListKey(Api api) { return api == Api::kResponses ? "input" : "messages"; }
+
+// Each list element is one message (after chat's leading system ones).
+bool OneMessagePerElement(const ParsedBody& p) {
+  return p.list_open != std::string_view::npos &&
+         p.spans.size() == p.request.leading + p.request.messages.size();
+}
+
+size_t EstimatedBytes(const std::string& body) { return body.size(); }
+
+}  // namespace
+
+bool ScanList(std::string_view text, std::string_view key, size_t& list_open, Spans& spans) {
+  spans.clear();
+  size_t p = SkipSpace(text, 0);
+  if (p >= text.size() || text[p] != '{') return false;
+  p = SkipSpace(text, p + 1);
+  while (p < text.size() && text[p] == '"') {
+    const size_t key_end = SkipString(text, p);
+    if (key_end == std::string_view::npos) return false;
+    const std::string_view name = text.substr(p + 1, key_end - p - 2);
+    p = SkipSpace(text, key_end);
+    if (p >= text.size() || text[p] != ':') return false;
+    p = SkipSpace(text, p + 1);
+    if (name == key) {
+      if (p >= text.size() || text[p] != '[') return false;
+      list_open = p;
+      return ScanElements(text, p + 1, true, spans);
+    }
+    p = SkipValue(text, p);
+    if (p == std::string_view::npos) return false;
+    p = SkipSpace(text, p);
+    if (p >= text.size() || text[p] != ',') return false;
+    p = SkipSpace(text, p + 1);
+  }
+  return false;
+}
+
+bool ParseCache::TakeBest(Api api, std::string_view body, Entry& out, size_t& same) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto best = entries_.end();
+  same = 0;
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->parsed.request.api != api || !OneMessagePerElement(it->parsed)) continue;
+    const size_t n = CommonBytes(it->body, body);
+    // Of use only when its first history message is among the equal bytes (else it is
+    // another conversation's, left for it).
+    const auto& spans = it->parsed.spans;
+    const size_t leading = it->parsed.request.leading;
+    if (spans.size() <= leading || spans[leading].second > n) continue;
+    if (n > same) {
+      same = n;
+      best = it;
+    }
+  }
+  if (best == entries_.end()) return false;
+  body_bytes_ -= EstimatedBytes(best->body);
+  out = std::move(*best);
+  entries_.erase(best);
+  return true;
+}
+
+Result<ParsedBody> ParseCache::Parse(Api api, std::string_view body, FullParse parse) {
+  Entry kept;
+  size_t same = 0;
+  if (api != Api::kResponses && TakeBest(api, body, kept, same)) {
+    const Spans& old = kept.parsed.spans;
+    const size_t leading = kept.parsed.request.leading;
+    // The elements that are the same bytes as last time, and in the same place.
+    const size_t reuse = static_cast<size_t>(
+        std::upper_bound(old.begin(), old.end(), same,
+                         [](size_t n, const std::pair<size_t, size_t>& s) { return n < s.second; }) -
+        old.begin());
+    Spans spans(old.begin(), old.begin() + reuse);
+    if (reuse > leading && ScanElements(body, spans.back().second, false, spans)) {
+      // The body without the reused messages: they are not parsed again.
+      const size_t cut_from = leading > 0 ? spans[leading - 1].second : spans[leading].first;
+      const size_t cut_to = reuse < spans.size() ? spans[reuse].first : spans[reuse - 1].second;
+      std::string rest;
+      rest.reserve(body.size() - (cut_to - cut_from));
+      rest.append(body.substr(0, cut_from));
+      if (leading > 0 && reuse < spans.size()) rest.push_back(',');
+      rest.append(body.substr(cut_to));
+      Result<ParsedRequest> tail = parse(rest);
+      if (tail.ok() && tail->leading == leading &&
+          tail->messages.size() == spans.size() - reuse) {
+        std::vector<NativeMessage> messages = std::move(kept.parsed.request.messages);
+        messages.resize(reuse - leading);
+        messages.reserve(messages.size() + tail->messages.size());
+        for (NativeMessage& m : tail->messages) messages.push_back(std::move(m));
+        ParsedBody out;
+        out.request = std::move(*tail);
+        out.request.messages = std::move(messages);
+        // The list in `body` holds what a whole parse leaves where it took a message out
+        // (a moved-from object: empty).
+        if (json::value* list = out.request.body.if_contains(ListKey(api));
+            list != nullptr && list->is_array()) {
+          json::array& a = list->get_array();
+          a.insert(a.begin() + static_cast<std::ptrdiff_t>(std::min(leading, a.size())),
+                   reuse - leading, json::value(json::object()));
+        }
+        out.list_open = kept.parsed.list_open;
+        out.spans = std::move(spans);
+        out.reused = reuse - leading;
+        out.fixed_key = std::move(kept.parsed.fixed_key);
+        out.fixed_tokens = kept.parsed.fixed_tokens;
+        return out;
+      }
+    }
+  }
+  Result<ParsedRequest> whole = parse(body);
+  if (!whole.ok()) return whole.status();
+  ParsedBody out;
+  out.request = std::move(*whole);
+  if (api != Api::kResponses && !ScanList(body, ListKey(api), out.list_open, out.spans)) {
+    out.list_open = std::string_view::npos;
+    out.spans.clear();
+  }
+  return out;
+}
+
+void ParseCache::Keep(std::string body, ParsedBody parsed) {
+  if (parsed.request.api == Api::kResponses || !OneMessagePerElement(parsed) ||
+      EstimatedBytes(body) > kMaxBodyBytes) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  body_bytes_ += EstimatedBytes(body);
+  entries_.push_front(Entry{std::move(body), std::move(parsed)});
+  while (entries_.size() > kMaxEntries || body_bytes_ > kMaxBodyBytes) {
+    body_bytes_ -= EstimatedBytes(entries_.back().body);
+    entries_.pop_back();
+  }
+}
+
+size_t ParseCache::entries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
+}
+
+}  // namespace missy::proxy

@@ -1,0 +1,78 @@
+// ParseCache: an agent resends its whole conversation every turn, and a turn adds a few
+// messages at the end (and moves its cache marker). The cache keeps the last requests'
+// bytes, where each message of their list lies, and their parsed messages; a request
+// whose leading bytes equal a kept one's is parsed from the first message that differs:
+// the messages before it are taken as they were parsed last time. The result equals a
+// parse of the whole body (same messages, hashes, fields); any doubt (a change before the
+// list, a list that cannot be scanned, a parse error) falls back to the whole parse, so
+// errors name the same fields as before.
+//
+// Anthropic Messages and Chat Completions (one list element per message); a Responses
+// body is always parsed whole (its items are grouped into messages).
+//
+// Bounded: at most kMaxEntries requests and kMaxBodyBytes of their bodies (the parsed
+// form is a few times the body), least recently used first out. Thread-safe: an entry is
+// taken out while a request uses it, so two requests never share one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "daemon/proxy/wire.h"
+
+namespace missy::proxy {
+
+// A request as parsed, with where its messages lie in its body.
+struct ParsedBody {
+  ParsedRequest request;
+  size_t list_open = std::string_view::npos;   // offset of the message list's '['
+  std::vector<std::pair<size_t, size_t>> spans;  // [begin, end) of each list element
+  size_t reused = 0;  // messages taken from the previous parse (0: parsed whole)
+  // The count of the request's tools and other fields, and what it was counted from: a
+  // next turn with the same ones (the usual case) is not counted again.
+  std::string fixed_key;
+  int64_t fixed_tokens = -1;
+};
+
+// Where the top-level member `key`'s array opens in a JSON object's text, and the
+// [begin, end) of each of its elements. False when the text cannot be scanned (not an
+// object, no such array, malformed). Exposed for tests.
+bool ScanList(std::string_view text, std::string_view key, size_t& list_open,
+              std::vector<std::pair<size_t, size_t>>& spans);
+
+class ParseCache {
+ public:
+  using FullParse = Result<ParsedRequest> (*)(std::string_view);
+  static constexpr size_t kMaxEntries = 16;
+  static constexpr size_t kMaxBodyBytes = size_t{64} << 20;
+
+  // Parses `body` with `parse` (the codec's whole parse), reusing the kept request of
+  // the same API whose bytes match `body` longest.
+  Result<ParsedBody> Parse(Api api, std::string_view body, FullParse parse);
+  // Keeps a request that was parsed from `body` for the next turn of its conversation.
+  void Keep(std::string body, ParsedBody parsed);
+
+  size_t entries() const;
+
+ private:
+  struct Entry {
+    std::string body;
+    ParsedBody parsed;
+  };
+  // Takes out the kept entry of `api` with the longest common prefix with `body`, among
+  // those whose first history message is in it; `same` is set to that prefix's length.
+  bool TakeBest(Api api, std::string_view body, Entry& out, size_t& same);
+
+  mutable std::mutex mu_;
+  std::list<Entry> entries_;  // most recently kept first
+  size_t body_bytes_ = 0;
+};
+
+}  // namespace missy::proxy

@@ -1,0 +1,214 @@
+// ParseCache (daemon/proxy/parse_cache.cpp): a turn that resends the conversation with
+// more at its end is parsed from the first message that changed, and the result equals
+// the whole parse of the body.
+#include "daemon/proxy/parse_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <string>
+
+#include "daemon/proxy/anthropic_wire.h"
+#include "daemon/proxy/chat_wire.h"
+#include "daemon/proxy/responses_wire.h"
+
+namespace missy::proxy {
+namespace {
+
+namespace json = boost::json;
+
+json::object ToolLoop(int i) {
+  return json::object{
+      {"role", "assistant"},
+      {"content", json::array{json::object{{"type", "text"}, {"text", "step " + std::to_string(i)}},
+                              json::object{{"type", "tool_use"},
+                                           {"id", "toolu_" + std::to_string(i)},
+                                           {"name", "bash"},
+                                           {"input", {{"cmd", "ls \"dir " + std::to_string(i) + "\""}}}}}}};
+}
+
+json::object ToolResult(int i) {
+  return json::object{
+      {"role", "user"},
+      {"content", json::array{json::object{{"type", "tool_result"},
+                                           {"tool_use_id", "toolu_" + std::to_string(i)},
+                                           {"content", "out [" + std::to_string(i) + "] {\\}"}}}}};
+}
+
+// An Anthropic body of `loops` tool loops, with the cache marker on the last block and
+// `messages` before the other fields (as Claude Code sends it).
+std::string AnthropicBody(int loops, bool marker = true) {
+  json::array messages{json::object{{"role", "user"}, {"content", "fix the build"}}};
+  for (int i = 0; i < loops; ++i) {
+    messages.push_back(ToolLoop(i));
+    messages.push_back(ToolResult(i));
+  }
+  if (marker) {
+    json::array& blocks = messages.back().get_object()["content"].get_array();
+    blocks.back().get_object()["cache_control"] = {{"type", "ephemeral"}};
+  }
+  json::object body;
+  body["model"] = "claude-sonnet-4-5";
+  body["messages"] = std::move(messages);
+  body["system"] = "You are an agent.";
+  body["tools"] = json::array{json::object{{"name", "bash"}, {"input_schema", json::object{}}}};
+  body["max_tokens"] = 32000;
+  body["stream"] = true;
+  return json::serialize(body);
+}
+
+// The cached parse equals the whole one: fields, the body with its list's placeholders,
+// every message's native JSON, engine form and hash.
+void ExpectSameAsWhole(const ParsedBody& got, const Result<ParsedRequest>& whole) {
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  EXPECT_EQ(got.request.model, whole->model);
+  EXPECT_EQ(got.request.max_tokens, whole->max_tokens);
+  EXPECT_EQ(got.request.stream, whole->stream);
+  EXPECT_EQ(got.request.system_text, whole->system_text);
+  EXPECT_EQ(got.request.tools_json, whole->tools_json);
+  EXPECT_EQ(got.request.leading, whole->leading);
+  EXPECT_EQ(json::serialize(got.request.body), json::serialize(whole->body));
+  ASSERT_EQ(got.request.messages.size(), whole->messages.size());
+  for (size_t i = 0; i < whole->messages.size(); ++i) {
+    EXPECT_EQ(got.request.messages[i].native, whole->messages[i].native) << "message " << i;
+    EXPECT_EQ(got.request.messages[i].hash, whole->messages[i].hash) << "message " << i;
+    ASSERT_EQ(got.request.messages[i].engine.size(), whole->messages[i].engine.size());
+  }
+}
+
+TEST(ScanList, FindsEachElementOfTheMemberArrayThroughStringsAndNesting) {
+  const std::string text =
+      R"( {"a": "x]\"[,", "messages" : [ {"b":[1,{"c":"}"}]} , "s\\" ,3, null ], "z": 1})";
+  size_t open = 0;
+  std::vector<std::pair<size_t, size_t>> spans;
+  ASSERT_TRUE(ScanList(text, "messages", open, spans));
+  EXPECT_EQ(text[open], '[');
+  ASSERT_EQ(spans.size(), 4u);
+  EXPECT_EQ(text.substr(spans[0].first, spans[0].second - spans[0].first), R"({"b":[1,{"c":"}"}]})");
+  EXPECT_EQ(text.substr(spans[1].first, spans[1].second - spans[1].first), R"("s\\")");
+  EXPECT_EQ(text.substr(spans[2].first, spans[2].second - spans[2].first), "3");
+  EXPECT_EQ(text.substr(spans[3].first, spans[3].second - spans[3].first), "null");
+  EXPECT_FALSE(ScanList(R"({"messages": [1, 2)", "messages", open, spans));
+  EXPECT_FALSE(ScanList(R"({"messages": {}})", "messages", open, spans));
+  EXPECT_FALSE(ScanList(R"([1])", "messages", open, spans));
+  EXPECT_TRUE(ScanList(R"({"messages": []})", "messages", open, spans));
+  EXPECT_TRUE(spans.empty());
+}
+
+TEST(ParseCache, ANextTurnParsesOnlyFromTheMessageWhoseCacheMarkerMoved) {
+  ParseCache cache;
+  const std::string first = AnthropicBody(50);
+  Result<ParsedBody> a = cache.Parse(Api::kAnthropic, first, ParseAnthropicRequest);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->reused, 0u);
+  ExpectSameAsWhole(*a, ParseAnthropicRequest(first));
+  cache.Keep(first, std::move(*a));
+  EXPECT_EQ(cache.entries(), 1u);
+
+  // Two more messages; the marker moved from message 100 to message 102.
+  const std::string next = AnthropicBody(51);
+  Result<ParsedBody> b = cache.Parse(Api::kAnthropic, next, ParseAnthropicRequest);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->reused, 100u);  // messages 0..99; 100 lost its marker, 101 and 102 are new
+  ExpectSameAsWhole(*b, ParseAnthropicRequest(next));
+  EXPECT_EQ(cache.entries(), 0u);  // taken out while in use
+  cache.Keep(next, std::move(*b));
+
+  // The same request again: everything but nothing is new.
+  Result<ParsedBody> c = cache.Parse(Api::kAnthropic, next, ParseAnthropicRequest);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->reused, 103u);
+  ExpectSameAsWhole(*c, ParseAnthropicRequest(next));
+}
+
+TEST(ParseCache, AnEditedEarlyMessageOrFieldsBeforeTheListFallBackToWhatChanged) {
+  ParseCache cache;
+  const std::string first = AnthropicBody(20);
+  cache.Keep(first, *cache.Parse(Api::kAnthropic, first, ParseAnthropicRequest));
+  // An edit inside message 5: messages 0..4 are reused.
+  std::string edited = AnthropicBody(21);
+  const size_t at = edited.find("step 2");
+  ASSERT_NE(at, std::string::npos);
+  edited.replace(at, 6, "STEP 2");
+  Result<ParsedBody> b = cache.Parse(Api::kAnthropic, edited, ParseAnthropicRequest);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->reused, 5u);
+  ExpectSameAsWhole(*b, ParseAnthropicRequest(edited));
+  cache.Keep(edited, std::move(*b));
+
+  // Another model: the change is before the list, so the body is parsed whole.
+  std::string other = AnthropicBody(21);
+  other.replace(other.find("claude-sonnet-4-5"), 17, "claude-opus-4-1xx");
+  Result<ParsedBody> c = cache.Parse(Api::kAnthropic, other, ParseAnthropicRequest);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->reused, 0u);
+  ExpectSameAsWhole(*c, ParseAnthropicRequest(other));
+}
+
+TEST(ParseCache, AnErrorInANewMessageNamesItsPlaceInTheWholeList) {
+  ParseCache cache;
+  const std::string first = AnthropicBody(10, false);
+  cache.Keep(first, *cache.Parse(Api::kAnthropic, first, ParseAnthropicRequest));
+  json::value v = json::parse(first);
+  v.get_object()["messages"].get_array().push_back(json::object{{"role", "robot"}, {"content", "x"}});
+  const std::string bad = json::serialize(v);
+  Result<ParsedBody> b = cache.Parse(Api::kAnthropic, bad, ParseAnthropicRequest);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().ToString(), ParseAnthropicRequest(bad).status().ToString());
+  EXPECT_NE(b.status().ToString().find("messages[21]"), std::string::npos)
+      << b.status().ToString();
+}
+
+TEST(ParseCache, ChatKeepsItsLeadingSystemMessagesOutOfTheHistory) {
+  json::array messages{json::object{{"role", "system"}, {"content", "Be brief."}},
+                       json::object{{"role", "user"}, {"content", "list files"}}};
+  for (int i = 0; i < 5; ++i) {
+    messages.push_back(json::object{
+        {"role", "assistant"},
+        {"content", nullptr},
+        {"tool_calls", json::array{json::object{
+                           {"id", "call_" + std::to_string(i)},
+                           {"type", "function"},
+                           {"function", {{"name", "sh"}, {"arguments", "{\"c\":\"ls\"}"}}}}}}});
+    messages.push_back(json::object{
+        {"role", "tool"}, {"tool_call_id", "call_" + std::to_string(i)}, {"content", "a.txt"}});
+  }
+  const auto body = [&](size_t n) {
+    json::array list(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(n));
+    return json::serialize(json::object{{"messages", list}, {"model", "gpt-4o"}, {"stream", false}});
+  };
+  ParseCache cache;
+  const std::string first = body(8);
+  cache.Keep(first, *cache.Parse(Api::kChat, first, ParseChatRequest));
+  for (size_t n : {size_t{10}, size_t{12}}) {
+    const std::string next = body(n);
+    Result<ParsedBody> b = cache.Parse(Api::kChat, next, ParseChatRequest);
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(b->reused, n - 3);  // every history message of the previous turn
+    ExpectSameAsWhole(*b, ParseChatRequest(next));
+    cache.Keep(next, std::move(*b));
+  }
+}
+
+TEST(ParseCache, ResponsesBodiesAreAlwaysParsedWholeAndNeverKept) {
+  const std::string body =
+      R"({"model":"gpt-5","store":false,"input":[{"role":"user","content":"hi"}]})";
+  ParseCache cache;
+  Result<ParsedBody> a = cache.Parse(Api::kResponses, body, ParseResponsesRequest);
+  ASSERT_TRUE(a.ok());
+  cache.Keep(body, std::move(*a));
+  EXPECT_EQ(cache.entries(), 0u);
+}
+
+TEST(ParseCache, KeepsAtMostItsBoundLeastRecentlyKeptOut) {
+  ParseCache cache;
+  for (size_t i = 0; i < ParseCache::kMaxEntries + 3; ++i) {
+    std::string body = AnthropicBody(1);
+    body.replace(body.find("fix the build"), 13, "task " + std::to_string(1000 + i) + "...");
+    cache.Keep(body, *cache.Parse(Api::kAnthropic, body, ParseAnthropicRequest));
+  }
+  EXPECT_EQ(cache.entries(), ParseCache::kMaxEntries);
+}
+
+}  // namespace
+}  // namespace missy::proxy
