@@ -245,6 +245,7 @@ class StreamAnswer final : public SseAnswer {
 
  private:
   void OnEvent(const SseEvent& e) override {
+    if (TextDelta(e.data)) return;
     boost::system::error_code ec;
     json::value v = json::parse(e.data, ec);
     if (ec || !v.is_object()) return;
@@ -319,6 +320,48 @@ class StreamAnswer final : public SseAnswer {
       error_ = err && err->is_object() ? Str(err->get_object(), "message") : "error";
       if (error_.empty()) error_ = "error";
     }
+  }
+
+  // Most of a stream is text deltas, written by the API in one shape:
+  // {"type":"content_block_delta","index":N,"delta":{"type":"text_delta","text":"..."}}.
+  // Those are read without building a JSON value; anything else (another key order,
+  // spaces, an unknown block) returns false and is parsed whole.
+  bool TextDelta(std::string_view data) {
+    constexpr std::string_view kHead = R"({"type":"content_block_delta","index":)";
+    constexpr std::string_view kMid = R"(,"delta":{"type":"text_delta","text":")";
+    constexpr std::string_view kTail = R"("}})";
+    if (!data.starts_with(kHead) || !data.ends_with(kTail)) return false;
+    size_t p = kHead.size();
+    size_t index = 0;
+    const size_t digits = p;
+    while (p < data.size() && p - digits < 6 && data[p] >= '0' && data[p] <= '9') {
+      index = index * 10 + static_cast<size_t>(data[p++] - '0');
+    }
+    if (p == digits || data.substr(p, kMid.size()) != kMid) return false;
+    p += kMid.size();
+    // The string's body: up to the closing quote that kTail starts with.
+    const size_t end = data.size() - kTail.size();
+    if (end < p || index >= content_.size() || index >= pending_.size() ||
+        !content_[index].is_object()) {
+      return false;
+    }
+    const std::string_view text = data.substr(p, end - p);
+    if (text.find('"') != std::string_view::npos && text.find('\\') == std::string_view::npos) {
+      return false;  // an unescaped quote: not one string
+    }
+    std::string& into = pending_[index]["text"];
+    if (text.find('\\') == std::string_view::npos) {
+      into.append(text);
+      chars_ += text.size();
+      return true;
+    }
+    // Escapes: the string alone is decoded by the JSON parser.
+    boost::system::error_code ec;
+    json::value v = json::parse(data.substr(p - 1, end - p + 2), ec);
+    if (ec || !v.is_string()) return false;
+    into.append(v.get_string());
+    chars_ += v.get_string().size();
+    return true;
   }
 
   // The deltas of block `index` not yet in it, by field ("text", "thinking", ...).

@@ -1,20 +1,42 @@
 #include "daemon/proxy/sse.h"
 
+#include <cstring>
+
 namespace missy::proxy {
 
 void SseParser::Feed(std::string_view piece) {
-  for (char c : piece) {
-    if (after_cr_) {
-      after_cr_ = false;
-      if (c == '\n') continue;  // "\r\n" is one line end
+  size_t p = 0;
+  if (after_cr_ && !piece.empty()) {
+    after_cr_ = false;
+    if (piece.front() == '\n') p = 1;  // "\r\n" is one line end
+  }
+  while (p < piece.size()) {
+    // The next line end: whole lines inside the piece are read in place, not copied.
+    const char* b = piece.data();
+    const void* nl = std::memchr(b + p, '\n', piece.size() - p);
+    const size_t limit = nl != nullptr ? static_cast<size_t>(static_cast<const char*>(nl) - b)
+                                       : piece.size();
+    const void* cr = std::memchr(b + p, '\r', limit - p);
+    size_t end = cr != nullptr ? static_cast<size_t>(static_cast<const char*>(cr) - b) : limit;
+    if (end == piece.size()) {
+      line_.append(piece.substr(p));
+      return;
     }
-    if (c == '\r' || c == '\n') {
-      after_cr_ = c == '\r';
+    if (line_.empty()) {
+      Line(piece.substr(p, end - p));
+    } else {
+      line_.append(piece.substr(p, end - p));
       Line(line_);
       line_.clear();
-    } else {
-      line_.push_back(c);
     }
+    if (piece[end] == '\r') {
+      if (end + 1 == piece.size()) {
+        after_cr_ = true;
+        return;
+      }
+      if (piece[end + 1] == '\n') ++end;
+    }
+    p = end + 1;
   }
 }
 

@@ -200,6 +200,33 @@ TEST(AnthropicWire, AStreamIsRebuiltIntoTheMessageTheAgentWillSendBack) {
   }
 }
 
+TEST(AnthropicWire, TextDeltasWithEscapesOrAnotherLayoutAreReadAsJson) {
+  const std::string head =
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\","
+      "\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":1}}}\n\n"
+      "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+      "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n";
+  const auto delta = [](std::string_view text_json) {
+    return "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+           "\"delta\":{\"type\":\"text_delta\",\"text\":" +
+           std::string(text_json) + "}}\n\n";
+  };
+  const std::string stream =
+      head + delta(R"("say \"hi\"\n")") + delta(R"("\u00e9t\u00e9 \ud83d\ude00 \\ ")") +
+      // Another layout (spaces): read by the general path.
+      "event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"index\": 0, "
+      "\"delta\": {\"type\": \"text_delta\", \"text\": \"end\"}}\n\n" +
+      delta(R"("a\"}}")") +
+      "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+      "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+  std::unique_ptr<AnswerReader> reader = MakeAnthropicReader(true);
+  reader->Feed(stream);
+  Result<Rebuilt> r = reader->Finish();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->native.at("content").at(0).at("text"),
+            "say \"hi\"\n\xC3\xA9t\xC3\xA9 \xF0\x9F\x98\x80 \\ enda\"}}");
+}
+
 TEST(AnthropicWire, AStreamCutBeforeMessageStopIsNotAMessage) {
   std::unique_ptr<AnswerReader> reader = MakeAnthropicReader(true);
   reader->Feed(kStream.substr(0, kStream.size() / 2));
@@ -223,6 +250,29 @@ TEST(SseParser, JoinsDataLinesSkipsCommentsAndDispatchesTheLastEventAtTheEnd) {
   EXPECT_EQ(events[0].name, "a");
   EXPECT_EQ(events[0].data, "1\n2");
   EXPECT_EQ(events[1].data, "[DONE]");
+}
+
+TEST(SseParser, AnySplitOfTheBodyAndAnyLineEndGiveTheSameEvents) {
+  const std::string body =
+      "event: message_start\r\ndata: {\"a\":1}\r\n\r\n: ping\revent: x\rdata: 2\r\rdata: "
+      "three\ndata: 3b\n\nevent: message_stop\r\ndata: {}\r\n\r\n";
+  const auto events_of = [&](const std::vector<std::string_view>& pieces) {
+    std::vector<std::pair<std::string, std::string>> out;
+    SseParser p([&](const SseEvent& e) { out.emplace_back(e.name, e.data); });
+    for (std::string_view piece : pieces) p.Feed(piece);
+    p.Finish();
+    return out;
+  };
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"message_start", "{\"a\":1}"}, {"x", "2"}, {"", "three\n3b"}, {"message_stop", "{}"}};
+  EXPECT_EQ(events_of({body}), want);
+  std::vector<std::string_view> bytes;
+  for (size_t i = 0; i < body.size(); ++i) bytes.push_back(std::string_view(body).substr(i, 1));
+  EXPECT_EQ(events_of(bytes), want);
+  for (size_t cut = 0; cut <= body.size(); ++cut) {
+    const std::string_view b(body);
+    EXPECT_EQ(events_of({b.substr(0, cut), b.substr(cut)}), want) << "cut at " << cut;
+  }
 }
 
 }  // namespace
