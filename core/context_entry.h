@@ -1,4 +1,4 @@
-// One message of a context being assembled (internal to core/assembler.cpp): the stored
+// One message of a context being assembled (internal to the assembler's passes): the stored
 // message, and how it is sent — whole, as the pruned placeholder, or with its text cut
 // middle-out to a cap. Pure.
 #pragma once
