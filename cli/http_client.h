@@ -1,5 +1,7 @@
-// A small blocking HTTP/1.1 client and an NDJSON line reader over Unix sockets, written
-// with plain POSIX calls (no Asio/Beast), for missyctl and the tests.
+// The client of missyd's sockets for missyctl and the tests: HTTP/1.1 calls over a Unix
+// socket (or "tcp:127.0.0.1:PORT", a loopback TCP server), on httpclient::Connection (the
+// one HTTP client, on Beast, that the daemon's upstream calls use too), and an NDJSON line
+// reader for the audit socket (not HTTP: plain POSIX calls).
 //
 // Guarantees: every call is bounded by its timeout (connect, write and read included);
 // errors are returned as Status (kUnavailable for connection problems and timeouts,
@@ -17,6 +19,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "httpclient/connection.h"
 
 namespace missy {
 
@@ -46,7 +49,7 @@ class UnixHttpConnection {
 
   Status Connect(const std::string& socket_path,
                  std::chrono::milliseconds timeout = std::chrono::seconds(10));
-  bool connected() const { return fd_ >= 0; }
+  bool connected() const { return conn_.open(); }
   // Header lines ("Name: value\r\n" each) added to every request of Call() and Start().
   void set_extra_headers(std::string lines) { extra_headers_ = std::move(lines); }
   void Close();
@@ -79,33 +82,21 @@ class UnixHttpConnection {
   Result<std::optional<std::string>> ReadBodyLine(
       std::chrono::milliseconds timeout = std::chrono::seconds(10));
   // A started response's body has not been read to its end yet.
-  bool body_pending() const { return body_.active; }
-
-  // How a response body is delimited, and how far it was read.
-  struct BodyState {
-    enum class Kind { kLength, kChunked, kUntilEof };
-    Kind kind = Kind::kLength;
-    size_t remaining = 0;     // kLength: bytes still to come
-    bool active = false;      // started and not read to its end
-    bool must_close = false;  // the connection cannot serve another request afterwards
-  };
+  bool body_pending() const { return conn_.body_pending(); }
 
  private:
-  Result<ClientResponse> RoundTrip(std::string_view bytes,
-                                   std::chrono::steady_clock::time_point deadline,
-                                   bool* nothing_received, bool head_only);
+  // Writes `bytes` and reads the answer (only its head when `head_only`). *before_answer:
+  // the connection ended before any byte of an answer.
+  Result<ClientResponse> RoundTrip(std::string_view bytes, httpclient::Clock::time_point deadline,
+                                   bool head_only, const httpclient::ReadOptions& options,
+                                   bool* before_answer);
   // Sends `request` with the reconnect-once rule of Call().
-  Result<ClientResponse> Exchange(const std::string& request,
-                                  std::chrono::steady_clock::time_point deadline, bool head_only);
-  // Called when the started body ended: keeps or closes the connection.
-  void BodyEnded();
+  Result<ClientResponse> Exchange(const std::string& request, const std::string& method,
+                                  httpclient::Clock::time_point deadline, bool head_only);
 
   std::string path_;  // a socket path, or "tcp:127.0.0.1:PORT" for a loopback TCP server
   std::string extra_headers_;
-  int fd_ = -1;
-  std::string buf_;      // bytes read past the previous response
-  bool reused_ = false;  // at least one response was read on this connection
-  BodyState body_;
+  httpclient::Connection conn_;
   std::string line_buf_;  // ReadBodyLine: body bytes after the last returned line
 };
 

@@ -1,9 +1,10 @@
-// HttpTransport: one HTTP/1.1 POST to a provider, over TCP or TLS, with a deadline on each
-// phase. The only code of the provider that sees Asio, Beast or OpenSSL (in the .cpp).
+// HttpTransport: one HTTP/1.1 request to a provider or a proxy's upstream, over TCP or TLS,
+// with a deadline on each phase, on httpclient::Connection (missyd's one HTTP client, the
+// one missyctl uses too; Asio, Beast and OpenSSL stay in httpclient/connection.cpp).
 //
-// Thread safety: Post may run on several threads at once: each call has a connection (and
-// its io_context) of its own, taken from the pool of kept-alive ones under a mutex or made
-// anew; the TLS context is shared read-only. Blocking.
+// Thread safety: Post and Stream may run on several threads at once: each call has a
+// connection (and its io_context) of its own, taken from the pool of kept-alive ones under
+// a mutex or made anew; the TLS context is shared read-only. Blocking.
 #pragma once
 
 #include <chrono>
