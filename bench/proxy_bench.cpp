@@ -411,7 +411,7 @@ int main(int argc, char** argv) {
   // each answer's end).
   std::this_thread::sleep_for(500ms);
   std::vector<double> sent_messages, sent_tokens, new_messages, dropped, summarized, summaries,
-      daemon_first_byte, daemon_duration;
+      daemon_first_byte, daemon_duration, daemon_body_read, daemon_parsed;
   const std::vector<json::object> events = ProxyEvents(api);
   for (size_t i = events_before_measured; i < events.size(); ++i) {
     const json::object& e = events[i];
@@ -423,6 +423,8 @@ int main(int argc, char** argv) {
     summaries.push_back(static_cast<double>(Int(e, "summaries")));
     daemon_first_byte.push_back(static_cast<double>(Int(e, "first_byte_ms")));
     daemon_duration.push_back(static_cast<double>(Int(e, "duration_ms")));
+    daemon_body_read.push_back(static_cast<double>(Int(e, "body_read_ms")));
+    daemon_parsed.push_back(static_cast<double>(Int(e, "parsed_messages")));
   }
   auto diverged = api.Call("GET", "/v1/audit?type=proxy.history_diverged", "", 60s);
   const bool branched = !diverged.ok() || diverged->status != 200 ||
@@ -459,6 +461,10 @@ int main(int argc, char** argv) {
               P(daemon_duration, 0.5), P(daemon_duration, 0.99), Mean(daemon_duration));
   std::printf("%-44s %9.2f %9.2f %9.2f\n", "daemon: proxy.request first_byte_ms",
               P(daemon_first_byte, 0.5), P(daemon_first_byte, 0.99), Mean(daemon_first_byte));
+  std::printf("%-44s %9.2f %9.2f %9.2f\n", "daemon: body read (head read -> handler)",
+              P(daemon_body_read, 0.5), P(daemon_body_read, 0.99), Mean(daemon_body_read));
+  std::printf("%-44s %9.2f %9.2f %9.2f\n", "daemon: messages parsed (not reused)",
+              P(daemon_parsed, 0.5), P(daemon_parsed, 0.99), Mean(daemon_parsed));
   std::printf(
       "upstream request body: direct %.2f MB, proxied %.2f MB (p50); sent upstream: %.0f "
       "messages, %.0f tokens; %.0f dropped, %.0f summarized in %.0f summaries; %.0f new "

@@ -25,6 +25,7 @@
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/basic_stream.hpp>
@@ -175,6 +176,8 @@ class HttpSession final : public Connection,
   void OnHeader(const error_code& ec);
   void ReadBody();
   void OnRead(const error_code& ec);
+  // A large body of declared length, read straight into its string (see ReadBody).
+  void ReadWholeBody(uint64_t length);
   void OnReadError(const error_code& ec);
   std::optional<uint64_t> DeclaredBodyLength() const;
   void Refuse();
@@ -215,6 +218,8 @@ class HttpSession final : public Connection,
   const bool refuse_peer_;  // answer 403 to the first request, then close
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<RequestBody>> parser_;
+  std::chrono::steady_clock::time_point head_read_at_{};
+  std::optional<std::string> whole_body_;  // ReadWholeBody's, while it is used
   std::optional<http::response<http::string_body>> response_;
   bool busy_ = false;  // a request has started arriving and is not answered yet
   bool closed_ = false;
@@ -278,6 +283,7 @@ void HttpSession::StartRequest() {
 
 void HttpSession::OnHeader(const error_code& ec) {
   if (ec) return OnReadError(ec);
+  head_read_at_ = std::chrono::steady_clock::now();
   if (refuse_peer_) return Refuse();
   const auto& req = parser_->get();
   if (!parser_->is_done() && beast::iequals(req[http::field::expect], "100-continue")) {
@@ -293,13 +299,31 @@ void HttpSession::OnHeader(const error_code& ec) {
 }
 
 void HttpSession::ReadBody() {
-  // A large body (an agent's whole conversation: megabytes) is read in large pieces: the
-  // buffer's free room decides how much one read asks for.
-  if (std::optional<uint64_t> declared = DeclaredBodyLength(); declared && *declared > (64 << 10)) {
-    buffer_.reserve(static_cast<size_t>(std::min<uint64_t>(*declared, 1 << 20)));
+  // A large body (an agent's whole conversation: megabytes) of declared length is read
+  // straight into its string, each read taking what the socket holds: the parser's reads
+  // stop at 64 KB, and each goes through the parser and a copy out of the buffer.
+  if (std::optional<uint64_t> declared = DeclaredBodyLength();
+      declared && *declared > (64 << 10) && !parser_->is_done()) {
+    return ReadWholeBody(*declared);
   }
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](const error_code& ec, size_t) { self->OnRead(ec); });
+}
+
+void HttpSession::ReadWholeBody(uint64_t length) {
+  // The parser checked the length against the body limit with the header.
+  whole_body_.emplace(static_cast<size_t>(length), '\0');
+  std::string& body = *whole_body_;
+  const size_t have = std::min(buffer_.size(), body.size());
+  asio::buffer_copy(asio::buffer(body.data(), have), buffer_.data());
+  buffer_.consume(have);
+  if (have == body.size()) return OnRead({});
+  const size_t rest = body.size() - have;
+  // Each read asks for all that is still missing (Asio's own conditions ask 64 KB).
+  asio::async_read(
+      stream_, asio::buffer(body.data() + have, rest),
+      [rest](const error_code& ec, size_t done) -> size_t { return ec ? 0 : rest - done; },
+      [self = shared_from_this()](const error_code& ec, size_t) { self->OnRead(ec); });
 }
 
 void HttpSession::OnRead(const error_code& ec) {
@@ -376,10 +400,12 @@ void HttpSession::Handle() {
       it->second += std::string(field.value());
     }
   }
-  req.body = std::move(msg.body());
+  req.body = whole_body_ ? std::move(*whole_body_) : std::move(msg.body());
+  whole_body_.reset();
   req.peer_uid = peer_.uid;
   req.peer_pid = peer_.pid;
   req.listener = endpoint_->listener;
+  req.head_read_at = head_read_at_;
   request_keep_alive_ = msg.keep_alive();
   request_version_ = msg.version();
 

@@ -54,6 +54,8 @@ struct HttpRequest {
   // listener's address as NetServer::ProxyAddresses() lists it ("127.0.0.1:8788",
   // "[::1]:8788", "unix:/run/user/1000/missy/proxy.sock").
   std::string listener;
+  // When its head was read (its body is read after): how long a body took to arrive.
+  std::chrono::steady_clock::time_point head_read_at{};
 };
 
 // Extra response headers, sent in this order after the ones the server sets. Entries

@@ -469,6 +469,7 @@ void ProxyService::Managed(Call& call, Api api_kind) {
           .Add("relayed_bytes", out.bytes)
           .Add("partial_chars", out.complete ? size_t{0} : reader->partial_chars())
           .Add("prompt_tokens", prompt_tokens)
+          .Add("body_read_ms", MsBetween(call.request.head_read_at, call.start))
           .Add("first_byte_ms", out.status != 0 ? MsBetween(call.start, out.head_at) : 0)
           .Add("duration_ms", MsSince(call.start))});
   EndRelayed(out);

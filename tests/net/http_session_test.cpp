@@ -111,6 +111,29 @@ TEST(HttpSessionTest, OversizedBodyGets413AndServerKeepsServing) {
   EXPECT_EQ(ErrorCode(*c), "payload_too_large");
 }
 
+TEST(HttpSessionTest, ALargeBodyArrivesWholeAndTheRequestBehindItStaysForItsTurn) {
+  TempDir dir;
+  RunningServer server(Options(dir), SyncHandler(Echo));
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  UnixHttpConnection conn;
+  ASSERT_TRUE(conn.Connect(dir.Join("run/missyd.sock")).ok());
+  // Over 64 KB with a declared length: read straight into the body, in as few reads as
+  // the socket allows. The bytes of the next request, sent in the same write, are not
+  // part of it.
+  std::string body(3 << 20, ' ');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>('a' + i % 26);
+  auto r = conn.SendRaw("POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n" + body +
+                        "GET /next HTTP/1.1\r\nHost: x\r\n\r\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_TRUE(Str(ParseObject(r->body), "body") == body);
+  auto next = conn.SendRaw("");
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ(Str(ParseObject(next->body), "target"), "/next");
+  EXPECT_EQ(Str(ParseObject(next->body), "body"), "");
+}
+
 TEST(HttpSessionTest, ChunkedAndExpectContinueBodiesReachTheHandler) {
   TempDir dir;
   RunningServer server(Options(dir), SyncHandler(Echo));
