@@ -64,5 +64,11 @@ void AddSessionCommands(std::vector<CommandSpec>& out);  // status, sessions, co
 void AddMemoryCommands(std::vector<CommandSpec>& out);   // memory, learnings, tokens, import
 void AddAdminCommands(std::vector<CommandSpec>& out);    // config, audit, jobs
 void AddProxyCommands(std::vector<CommandSpec>& out);    // proxy, run
+void AddTopCommands(std::vector<CommandSpec>& out);      // top (commands_top.cpp)
+
+// `context show CONTEXT_ID` and `context ls SESSION` (commands_inspect.cpp), reached
+// through the `context` command.
+int ContextShow(const CommandSpec& self, const ParsedArgs& args, Env& env);
+int ContextList(const CommandSpec& self, const ParsedArgs& args, Env& env);
 
 }  // namespace missy::cli

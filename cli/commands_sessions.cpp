@@ -195,6 +195,9 @@ std::string WindowOptions(const ParsedArgs& args, const Env& env, json::object& 
 }
 
 int Context(const CommandSpec& self, const ParsedArgs& args, Env& env) {
+  // Past contexts (commands_inspect.cpp): "show CONTEXT_ID", "ls SESSION".
+  if (args.positional.size() == 2 && args.Arg(0) == "show") return ContextShow(self, args, env);
+  if (args.positional.size() == 2 && args.Arg(0) == "ls") return ContextList(self, args, env);
   int rc = 0;
   if (!NeedArgs(env, self, args, 1, 1, &rc)) return rc;
   json::object body;
@@ -283,9 +286,19 @@ void AddSessionCommands(std::vector<CommandSpec>& out) {
                  {kJson, {"--after", true, ""}, {"--limit", true, "-n"}},
                  Messages});
   out.push_back({"context",
-                 "context ID [--model M]\tthe budget report of the next context",
+                 "context ID | show CTX | ls ID\tnext context's budget; past contexts",
                  "usage: missyctl context ID [--model M | --window N [--max-output N]]\n"
                  "                          [--message TEXT] [--query TEXT] [--json]\n"
+                 "       missyctl context show CONTEXT_ID [--full] [--json]\n"
+                 "       missyctl context ls ID [--limit N] [--before SEQ] [--json]\n"
+                 "\n"
+                 "show prints a past context (GET /v1/contexts/CONTEXT_ID) message by message as\n"
+                 "it was sent, rebuilt from what is stored: each entry kept, pruned, truncated,\n"
+                 "summary (id, depth, covered seqs, short or full), task, new, or the system\n"
+                 "message with its memory items and learnings; '!' marks an entry whose source is\n"
+                 "gone. --full prints each message whole. ls lists a session's contexts, newest\n"
+                 "first (GET /v1/sessions/ID/contexts; --limit 1-1000, default 20; --before\n"
+                 "pages with the seq it prints).\n"
                  "\n"
                  "Builds the session's next context (POST /v1/sessions/ID/context) and shows its\n"
                  "budget: tokens per section (system, tools, memory, learnings, summaries, task,\n"
@@ -298,7 +311,15 @@ void AddSessionCommands(std::vector<CommandSpec>& out) {
                  "  --message TEXT   a new user message (not stored)\n"
                  "  --query TEXT     memory search text\n"
                  "  --json           the daemon's answer as is\n",
-                 {kJson, model, window, max_output, {"--message", true, ""}, {"--query", true, ""}},
+                 {kJson,
+                  model,
+                  window,
+                  max_output,
+                  {"--message", true, ""},
+                  {"--query", true, ""},
+                  {"--full", false, ""},
+                  {"--limit", true, "-n"},
+                  {"--before", true, ""}},
                  Context});
   out.push_back({"compact",
                  "compact ID\tsummarize a session's history now",

@@ -23,6 +23,7 @@ const std::vector<CommandSpec>& Commands() {
     AddMemoryCommands(out);
     AddAdminCommands(out);
     AddProxyCommands(out);
+    AddTopCommands(out);
     return out;
   }();
   return kCommands;

@@ -1,6 +1,7 @@
 #include "storage/audit_log.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -172,6 +173,40 @@ Result<std::vector<AuditEvent>> AuditLog::Since(int64_t since_seq, int limit,
     q.Bind(1, since_seq).Bind(2, static_cast<int64_t>(limit > 0 ? limit : -1));
     if (!event_type.empty()) q.Bind(3, event_type);
     return store_util::CollectRows(q, FromRow, "read audit events", out);
+  }));
+  return out;
+}
+
+Result<AuditEvent> AuditLog::FindContextBuilt(std::string_view context_id) {
+  std::optional<AuditEvent> found;
+  MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
+    // The expression and the WHERE term are the index's (audit_events_by_context).
+    MISSY_ASSIGN_STMT(q, c,
+                      std::string("SELECT ") + kColumns +
+                          " FROM audit_events WHERE event_type = 'context.built' AND CASE WHEN "
+                          "json_valid(detail_json) THEN json_extract(detail_json, "
+                          "'$.context_id') END = ?1 ORDER BY seq LIMIT 1");
+    q.Bind(1, context_id);
+    MISSY_ASSIGN_NEXT(row, q, "find context.built");
+    if (row) found = FromRow(q);
+    return Status::Ok();
+  }));
+  if (!found) return Status::NotFound("context '" + std::string(context_id) + "' not found");
+  return std::move(*found);
+}
+
+Result<std::vector<AuditEvent>> AuditLog::ContextsBuilt(std::string_view session_id,
+                                                        int64_t before_seq, int limit) {
+  std::vector<AuditEvent> out;
+  MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
+    MISSY_ASSIGN_STMT(q, c,
+                      std::string("SELECT ") + kColumns +
+                          " FROM audit_events WHERE event_type = 'context.built' AND "
+                          "session_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3");
+    q.Bind(1, session_id)
+        .Bind(2, before_seq > 0 ? before_seq : INT64_MAX)
+        .Bind(3, static_cast<int64_t>(limit > 0 ? limit : -1));
+    return store_util::CollectRows(q, FromRow, "read contexts built", out);
   }));
   return out;
 }

@@ -31,6 +31,13 @@ class AuditLog {
   // filters when non-empty.
   Result<std::vector<AuditEvent>> Since(int64_t since_seq, int limit,
                                         std::string_view event_type = {});
+  // The context.built event whose detail names `context_id` (kNotFound when there is
+  // none, or retention deleted it). Indexed (schema v14).
+  Result<AuditEvent> FindContextBuilt(std::string_view context_id);
+  // A session's context.built events with seq < before_seq (<= 0: any), newest first, at
+  // most `limit`. Indexed (schema v14).
+  Result<std::vector<AuditEvent>> ContextsBuilt(std::string_view session_id, int64_t before_seq,
+                                                int limit);
   // Walks the chain from the retention anchor; reports the first broken seq.
   Result<AuditVerifyReport> Verify();
   // Applies retention (deletes a prefix); returns how many events were deleted.

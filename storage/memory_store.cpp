@@ -191,6 +191,17 @@ Result<std::vector<LearningRecord>> MemoryStore::ListLearnings(const ListOptions
   return out;
 }
 
+Result<LearningRecord> MemoryStore::GetLearning(std::string_view id) {
+  return store_util::ReadValue<LearningRecord>(db_, [&](Connection& c) -> Result<LearningRecord> {
+    MISSY_ASSIGN_STMT(q, c,
+                      std::string("SELECT ") + kLearningColumns + " FROM learnings WHERE id = ?1");
+    q.Bind(1, id);
+    MISSY_ASSIGN_NEXT(row, q, "read learning");
+    if (!row) return Status::NotFound("learning '" + std::string(id) + "' not found", "id");
+    return LearningFromRow(q);
+  });
+}
+
 Status MemoryStore::DeleteLearning(Txn& txn, std::string_view id) {
   return DeleteById(txn, "DELETE FROM learnings WHERE id = ?1", id, "learning");
 }

@@ -38,7 +38,8 @@ class MemoryStore {
   // Newest first; `task_type` filters when non-empty.
   Result<std::vector<LearningRecord>> ListLearnings(const ListOptions& options,
                                                     std::string_view task_type = {});
-  Status DeleteLearning(Txn& txn, std::string_view id);  // kNotFound
+  Result<LearningRecord> GetLearning(std::string_view id);  // kNotFound
+  Status DeleteLearning(Txn& txn, std::string_view id);    // kNotFound
   Status DeleteLearning(std::string_view id);
 
  private:

@@ -328,11 +328,23 @@ CREATE TRIGGER proxy_messages_gone AFTER DELETE ON sessions BEGIN
 END;
 )sql";
 
+// Version 14: finding a past context (GET /v1/contexts/{id}, issue 30) by the context_id of
+// its context.built event, and a session's contexts newest first, without a scan of the
+// audit log. Both partial: other events cost nothing more to append. (json_valid first: a
+// detail that is not JSON, edited by hand, must not fail the migration or an append.)
+constexpr std::string_view kMigration14 = R"sql(
+CREATE INDEX audit_events_by_context ON audit_events (
+  CASE WHEN json_valid(detail_json) THEN json_extract(detail_json, '$.context_id') END)
+  WHERE event_type = 'context.built';
+CREATE INDEX audit_events_contexts_by_session ON audit_events (session_id, seq)
+  WHERE event_type = 'context.built';
+)sql";
+
 const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> kMigrations = {
-      kMigration1, kMigration2, kMigration3, kMigration4,  kMigration5,  kMigration6,
-      kMigration7, kMigration8, kMigration9, kMigration10, kMigration11, kMigration12,
-      kMigration13};
+      kMigration1,  kMigration2,  kMigration3,  kMigration4, kMigration5,
+      kMigration6,  kMigration7,  kMigration8,  kMigration9, kMigration10,
+      kMigration11, kMigration12, kMigration13, kMigration14};
   return kMigrations;
 }
 

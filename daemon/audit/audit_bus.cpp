@@ -38,6 +38,7 @@ Status AuditBus::Append(Txn& txn, const AuditRecord& record) {
       std::lock_guard<std::mutex> lock(mu_);
       publisher = publisher_;
     }
+    feed_.Publish(seq, type, *line);
     if (publisher) publisher(seq, type, std::move(*line));
   });
   return Status::Ok();

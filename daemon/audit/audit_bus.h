@@ -18,6 +18,7 @@
 
 #include "core/status.h"
 #include "daemon/audit/audit_detail.h"
+#include "daemon/audit/audit_feed.h"
 
 namespace missy {
 
@@ -42,6 +43,9 @@ class AuditBus {
 
   // Where committed events go (the audit socket). Set before events flow.
   void SetPublisher(Publisher publisher);
+  // In-process subscribers (GET /v1/audit/stream): each committed event goes to them
+  // too, before the publisher.
+  AuditFeed& feed() { return feed_; }
 
   // Appends the event inside `txn`: it commits with the caller's other writes and is
   // published after that commit (dropped, with the chain intact, if it rolls back).
@@ -75,6 +79,7 @@ class AuditBus {
   const Clock& clock_;
   std::mutex mu_;
   Publisher publisher_;  // guarded by mu_
+  AuditFeed feed_;
 };
 
 }  // namespace missy

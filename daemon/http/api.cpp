@@ -74,6 +74,7 @@ Api::Api(Services& services, std::string version)
   AddSessionRoutes();
   AddContextRoutes();
   AddMemoryRoutes();
+  AddInspectRoutes();
 }
 
 void Api::Handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange) {

@@ -36,6 +36,7 @@ class Api {
   void AddMemoryRoutes();
   void AddAdminRoutes();
   void AddMetricsRoutes();
+  void AddInspectRoutes();  // inspect_routes.cpp: past contexts, the audit event stream
 
   Services& services_;
   std::string version_;

@@ -9,6 +9,7 @@
 #include "core/model_table.h"
 #include "daemon/audit/audit_bus.h"
 #include "daemon/metrics/daemon_metrics.h"
+#include "daemon/service/context_record.h"
 #include "daemon/service/counting.h"
 #include "daemon/service/history_cache.h"
 #include "daemon/service/history_loader.h"
@@ -363,6 +364,10 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
     input.eviction.move = true;
     assembled = assemble();
   }
+  // What the context is made of (GET /v1/contexts/{id}), read before the window folds.
+  const int64_t next_seq = entry->last_seq() + 1;
+  std::string composition =
+      assembled.ok() ? ComposeRecord(input, entry->window(), *assembled, next_seq) : "";
   entry->Fold(p->counter);
   history_.Recharge(id);
   if (!assembled.ok()) {
@@ -419,6 +424,7 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
     // The last turn alone did not fit: it was cut rather than refused (its originals stay).
     built.detail.Add("last_turn_truncated", true);
   }
+  AddContextRecord(built.detail, out.context, p->reset_anchor, std::move(composition));
   // Over the thresholds on the budget this request asked for: the trigger checks, off
   // this path, whether a job would have work (and queues it, once a chunk's worth).
   if (report.should_summarize && trigger_ != nullptr) {

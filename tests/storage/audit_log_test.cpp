@@ -282,3 +282,72 @@ TEST(AuditLogTest, TwoAuditLogsOverOneDatabaseShareTheTail) {
 
 }  // namespace
 }  // namespace missy
+
+namespace missy {
+namespace {
+
+// The details of a query plan, one per line.
+std::string PlanOf(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string out;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, ("EXPLAIN QUERY PLAN " + sql).c_str(), -1, &st, nullptr) ==
+        SQLITE_OK) {
+      while (sqlite3_step(st) == SQLITE_ROW) {
+        const unsigned char* t = sqlite3_column_text(st, 3);
+        out += std::string(t ? reinterpret_cast<const char*>(t) : "") + "\n";
+      }
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
+// Past contexts (schema v14): a context.built event found by its context_id, and a
+// session's contexts newest first, both through their partial indexes.
+TEST(AuditLogTest, ContextsAreFoundByIdAndListedPerSessionNewestFirst) {
+  TempDir dir;
+  const std::string path = dir.Join("m.db");
+  auto db = OpenDbOrDie(path);
+  for (int i = 1; i <= 7; ++i) {
+    AuditEvent e;
+    e.session_id = i % 2 == 0 ? "a" : "b";
+    e.event_type = i == 3 ? "messages.appended" : "context.built";
+    e.detail_json = R"({"context_id":"ctx_)" + std::to_string(i) + R"(","used_tokens":1})";
+    if (i == 7) e.detail_json = "not json";  // neither refused nor found
+    ASSERT_TRUE(db->audit.Append(e).ok());
+  }
+  Result<AuditEvent> found = db->audit.FindContextBuilt("ctx_4");
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_EQ(found->seq, 4);
+  EXPECT_EQ(found->session_id, "a");
+  EXPECT_EQ(db->audit.FindContextBuilt("ctx_3").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(db->audit.FindContextBuilt("ctx_9").status().code(), StatusCode::kNotFound);
+
+  Result<std::vector<AuditEvent>> a = db->audit.ContextsBuilt("a", 0, 10);
+  ASSERT_TRUE(a.ok());
+  ASSERT_EQ(a->size(), 3u);
+  EXPECT_EQ((*a)[0].seq, 6);
+  EXPECT_EQ((*a)[2].seq, 2);
+  Result<std::vector<AuditEvent>> page = db->audit.ContextsBuilt("a", 6, 1);
+  ASSERT_EQ(page->size(), 1u);
+  EXPECT_EQ((*page)[0].seq, 4);
+  EXPECT_EQ(db->audit.ContextsBuilt("b", 0, 10)->size(), 3u);  // seq 3 is another type
+
+  const std::string plan_by_id = PlanOf(
+      path,
+      "SELECT seq FROM audit_events WHERE event_type = 'context.built' AND CASE WHEN "
+      "json_valid(detail_json) THEN json_extract(detail_json, '$.context_id') END = 'ctx_4'");
+  EXPECT_NE(plan_by_id.find("audit_events_by_context"), std::string::npos) << plan_by_id;
+  const std::string plan_by_session =
+      PlanOf(path,
+             "SELECT seq FROM audit_events WHERE event_type = 'context.built' AND "
+             "session_id = 'a' AND seq < 100 ORDER BY seq DESC LIMIT 5");
+  EXPECT_NE(plan_by_session.find("audit_events_contexts_by_session"), std::string::npos)
+      << plan_by_session;
+}
+
+}  // namespace
+}  // namespace missy

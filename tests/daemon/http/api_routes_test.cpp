@@ -52,8 +52,10 @@ TEST(ApiRouteListTest, EveryRegisteredRouteIsCoveredHere) {
       "DELETE /v1/sessions/{session_id}",  // also service/session_delete_test.cpp
       "GET /metrics",  // metrics_route_test.cpp
       "GET /v1/audit",
+      "GET /v1/audit/stream",  // inspect_routes_test.cpp
       "GET /v1/audit/verify",
       "GET /v1/config",
+      "GET /v1/contexts/{context_id}",  // inspect_routes_test.cpp, past_contexts_test.cpp
       "GET /v1/health",
       "GET /v1/jobs",
       "GET /v1/learnings",
@@ -62,6 +64,7 @@ TEST(ApiRouteListTest, EveryRegisteredRouteIsCoveredHere) {
       "GET /v1/memory/{id}",
       "GET /v1/sessions",
       "GET /v1/sessions/{session_id}",
+      "GET /v1/sessions/{session_id}/contexts",  // inspect_routes_test.cpp
       "GET /v1/sessions/{session_id}/messages",
       "GET /v1/sessions/{session_id}/summaries",
       "GET /v1/summaries/{id}",
