@@ -108,6 +108,14 @@ struct ProxyConfig {
   std::vector<ProxyRoute> routes;      // context.proxy.routes; providers exist (checked)
 };
 
+// The inspector web page (docs/INSPECTOR.md).
+struct UiConfig {
+  bool enabled = true;  // context.ui.enabled: /ui/ on the proxy's listeners and ui.listen
+  // context.ui.listen: loopback TCP addresses of listeners serving only the page; empty:
+  // the page is on the proxy's listeners alone.
+  std::vector<std::string> listen;
+};
+
 struct DaemonConfig {
   std::string missy_home;  // resolved ~/.missy (or $MISSY_HOME), set by ParseConfig
   // Paths: relative to missy_home here; ParseConfig returns them absolute and normal.
@@ -131,6 +139,7 @@ struct DaemonConfig {
   AuditConfig audit;                                // context.audit.*
   BrokerConfig broker;                              // context.broker.*
   ProxyConfig proxy;                                // context.proxy.*
+  UiConfig ui;                                      // context.ui.*
   ModelTable models = ModelTable::Builtin();        // built-ins + context.models rows (upserted)
   std::string default_provider;                     // top-level default_provider
   std::map<std::string, ProviderConfig> providers;  // top-level providers

@@ -176,7 +176,7 @@ Status ParseStringList(const YAML::Node& node, const std::string& path, const St
   } else {
     return KeyError(path, "expected a string or a list of strings, got " + Describe(node));
   }
-  if (items.empty()) return KeyError(path, "must list at least one entry");
+  if (items.empty() && !rule.may_be_empty) return KeyError(path, "must list at least one entry");
   std::vector<std::string> values;
   for (const auto& [item_path, item] : items) {
     std::string text;

@@ -82,6 +82,17 @@ Result<std::string> ListenEntry(std::string_view text, const std::string& missy_
   return "unix:" + *resolved;
 }
 
+// One context.ui.listen entry: a loopback TCP address (a browser does not speak unix:).
+Result<std::string> UiListenEntry(std::string_view text, const std::string&) {
+  Result<ListenAddress> address = ParseListenAddress(text);
+  if (!address.ok()) return address.status();
+  if (address->kind == ListenAddress::Kind::kUnix) {
+    return Status::InvalidArgument("the inspector is opened by a browser: a loopback TCP "
+                                   "address (127.0.0.1:PORT), not '" + std::string(text) + "'");
+  }
+  return address->ToString();
+}
+
 using D = DaemonConfig;
 
 const ConfigKey kKeys[] = {
@@ -236,6 +247,16 @@ const ConfigKey kKeys[] = {
      StringRule{At<&D::proxy, &ProxyConfig::openai_upstream>(), /*secret=*/false, CheckHttpUrl,
                 "http:// or https:// URL"}},
 
+    {"ui.enabled", "serve the inspector page at /ui/ (docs/INSPECTOR.md)",
+     BoolRule{At<&D::ui, &UiConfig::enabled>()},
+     "On the proxy's listeners (http://127.0.0.1:8788/ui/) and on ui.listen; read per\n"
+     "request. The page shows sessions, contexts, summaries and the audit trail."},
+    {"ui.listen", "loopback address(es) of listeners serving only the page ([] = none)",
+     StringListRule{At<&D::ui, &UiConfig::listen>(), UiListenEntry,
+                    "127.0.0.1:PORT | [::1]:PORT | localhost:PORT", /*may_be_empty=*/true},
+     "For the page without proxy mode. Read at start (restart to change); same uid check\n"
+     "and token as the proxy's listeners."},
+
     {"models", "rows added to or replacing the built-in model table",
      ModelRowsRule{At<&D::models>()},
      "Built-ins cover OpenAI, Claude, Gemini, Llama, Qwen and Mistral. pattern: exact name,\n"
@@ -255,6 +276,7 @@ const ConfigGroup kGroups[] = {
     {"broker", "NATS JetStream bridge (audit events, summarization jobs for workers)"},
     {"proxy", "the proxy mode: missyd as an agent's ANTHROPIC_BASE_URL / OPENAI_BASE_URL"},
     {"proxy.upstreams", "where requests go when no route matches"},
+    {"ui", "the inspector web page (docs/INSPECTOR.md)"},
 };
 
 }  // namespace

@@ -73,6 +73,7 @@ struct StringListRule {
   Field<std::vector<std::string>> field;
   Result<std::string> (*item)(std::string_view text, const std::string& missy_home) = nullptr;
   std::string_view accepts = {};  // one entry, in words: "127.0.0.1:PORT | [::1]:PORT | ..."
+  bool may_be_empty = false;      // [] is a value (else: at least one entry)
 };
 
 // A list of proxy routes {model, provider}, both non-empty strings (that the provider is

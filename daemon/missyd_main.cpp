@@ -37,6 +37,7 @@
 #include "daemon/service/config_reloader.h"
 #include "daemon/service/ports.h"
 #include "daemon/service/services.h"
+#include "daemon/ui/ui_handler.h"
 #include "storage/database.h"
 #include "storage/stores.h"
 
@@ -235,8 +236,9 @@ int main(int argc, char** argv) {
     net.subscriber_buffer_bytes = static_cast<size_t>(config->limits.audit_client_buffer_bytes);
     net.api_listen_fd = activated->api_fd;
     net.audit_listen_fd = activated->audit_fd;
-    net.on_stopping = [&watchdog] {
+    net.on_stopping = [&watchdog, &audit] {
       ops::NotifyStopping("stopping: finishing requests in flight");
+      audit.feed().CloseAll();  // open GET /v1/audit/stream answers end now
       if (watchdog) watchdog->Stop();
     };
     net.on_security_event = [&audit](const std::string& what, uint32_t uid, int32_t pid) {
@@ -244,6 +246,26 @@ int main(int argc, char** argv) {
       audit.Emit(AuditRecord{
           "connection.refused", "security", "deny", "",
           AuditDetail().Add("reason", what).Add("uid", int64_t{uid}).Add("pid", int64_t{pid})});
+    };
+    // The inspector page (docs/INSPECTOR.md): /ui/ on the proxy's listeners, before the
+    // proxy sees the request, and on context.ui.listen; a read-only window on the API.
+    ui::UiHandler inspector(ui::UiOptions{
+        [&api](HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
+          api.Handle(std::move(request), std::move(exchange));
+        },
+        [&config_holder] { return ui::ReadTokenFile(config_holder.Get()->proxy.token_file); },
+        [&config_holder] { return config_holder.Get()->ui.enabled; },
+        [&config_holder] { return config_holder.Get(); }});
+    for (const std::string& text : config->ui.listen) {
+      Result<ListenAddress> address = ParseListenAddress(text);
+      if (!address.ok()) {
+        spdlog::critical("context.ui.listen: {}", address.status().message());
+        return 1;
+      }
+      net.ui_listen.push_back(*address);
+    }
+    net.ui_handler = [&inspector](HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
+      inspector.Handle(std::move(request), std::move(exchange));
     };
     // Proxy mode: the agents' base URL (docs/PROXY.md). Its relays run until they finish,
     // after the server stopped accepting and before the services go. Sockets passed by
@@ -286,8 +308,11 @@ int main(int argc, char** argv) {
     }
     if (config->proxy.enabled || !net.proxy_listen_fds.empty()) {
       proxy_service = std::make_unique<proxy::ProxyService>(services);
-      net.proxy_handler = [p = proxy_service.get()](HttpRequest request,
-                                                    std::shared_ptr<HttpExchange> exchange) {
+      net.proxy_handler = [p = proxy_service.get(), &inspector](
+                              HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
+        if (ui::UiHandler::Claims(request.target)) {
+          return inspector.Handle(std::move(request), std::move(exchange));
+        }
         p->Handle(std::move(request), std::move(exchange));
       };
       net.proxy_body_limit = static_cast<size_t>(config->proxy.max_body_bytes);
@@ -396,6 +421,15 @@ int main(int argc, char** argv) {
       std::printf("  proxy:        %s (ANTHROPIC_BASE_URL / OPENAI_BASE_URL; see missyctl proxy)\n",
                   address.starts_with("unix:") ? address.c_str()
                                                : ("http://" + address).c_str());
+    }
+    if (config->ui.enabled) {
+      std::vector<std::string> pages = srv->UiAddresses();
+      for (const std::string& address : srv->ProxyAddresses()) {
+        if (!address.starts_with("unix:")) pages.push_back(address);
+      }
+      for (const std::string& address : pages) {
+        std::printf("  inspector:    http://%s/ui/\n", address.c_str());
+      }
     }
     std::fflush(stdout);
     ops::NotifyReady(serving());

@@ -9,6 +9,9 @@ Status ValidateListenOptions(const NetOptions& options) {
       !options.proxy_handler) {
     return Status::InvalidArgument("proxy listeners need a proxy handler");
   }
+  if (!options.ui_listen.empty() && !options.ui_handler) {
+    return Status::InvalidArgument("inspector listeners need a handler");
+  }
   std::vector<int> fds;  // adopted descriptors: each serves one listener
   if (options.api_listen_fd >= 0) fds.push_back(options.api_listen_fd);
   if (options.audit_listen_fd >= 0) fds.push_back(options.audit_listen_fd);

@@ -176,6 +176,9 @@ class ServerImpl final : public NetServer, public ServerContext {
     for (int fd : options_.proxy_listen_fds) {
       MISSY_RETURN_IF_ERROR(AddAdoptedProxyListener(adopted.Take(fd)));
     }
+    for (const ListenAddress& address : options_.ui_listen) {
+      MISSY_RETURN_IF_ERROR(AddUiListener(address));
+    }
     asio::dispatch(ctl_, [this] {
       for (auto& listener : listeners_) Accept(listener.get());
     });
@@ -236,6 +239,7 @@ class ServerImpl final : public NetServer, public ServerContext {
   }
 
   std::vector<std::string> ProxyAddresses() const override { return proxy_addresses_; }
+  std::vector<std::string> UiAddresses() const override { return ui_addresses_; }
 
   // ServerContext.
 
@@ -354,6 +358,27 @@ class ServerImpl final : public NetServer, public ServerContext {
     MISSY_RETURN_IF_ERROR(Adopt(std::move(listener), fd));
     proxy_addresses_.push_back(name);
     spdlog::info("proxy listening on {}{}", name, how);
+    return Status::Ok();
+  }
+
+  // The inspector page's own listener: loopback TCP, checked like a proxy listener.
+  Status AddUiListener(const ListenAddress& address) {
+    if (address.kind == ListenAddress::Kind::kUnix) {
+      return Status::InvalidArgument("the inspector listens on loopback TCP only, not " +
+                                     address.ToString());
+    }
+    auto bound = BindTcpListener(address);
+    if (!bound.ok()) return bound.status();
+    auto listener = std::make_unique<Listener>();
+    listener->role = Listener::Role::kProxy;
+    listener->name = bound->address;
+    listener->tcp = true;
+    listener->endpoint = std::make_shared<const HttpEndpoint>(HttpEndpoint{
+        options_.ui_handler, listener->name, size_t{1} << 20, options_.proxy_read_timeout});
+    const std::string name = listener->name;
+    MISSY_RETURN_IF_ERROR(Adopt(std::move(listener), bound->fd));
+    ui_addresses_.push_back(name);
+    spdlog::info("inspector listening on {}", name);
     return Status::Ok();
   }
 
@@ -605,6 +630,7 @@ class ServerImpl final : public NetServer, public ServerContext {
   std::optional<asio::thread_pool> backlog_thread_;  // one thread; set when backlog_ is
 
   std::vector<std::unique_ptr<Listener>> listeners_;  // set by Init(), then fixed
+  std::vector<std::string> ui_addresses_;             // set by Init(), then fixed
   std::vector<std::string> proxy_addresses_;          // set by Init(), then fixed
   std::optional<asio::signal_set> signals_;
   asio::steady_timer grace_timer_;

@@ -191,6 +191,10 @@ struct NetOptions {
   // whatever its outcome.
   std::vector<int> proxy_listen_fds;
   HttpHandler proxy_handler;  // required when proxy_listen or proxy_listen_fds is not empty
+  // Listeners of the inspector page alone (context.ui.listen): loopback TCP only, with the
+  // proxy listeners' peer-uid check and read timeout, a 1 MiB body limit, and ui_handler.
+  std::vector<ListenAddress> ui_listen;
+  HttpHandler ui_handler;  // required when ui_listen is not empty
   size_t proxy_body_limit = size_t{256} << 20;           // agents resend their whole conversation
   std::chrono::milliseconds proxy_read_timeout{120000};  // per request, as read_timeout
   // Called once on a loop thread when Stop() begins, e.g. to End() open event streams so
@@ -235,6 +239,8 @@ class NetServer {
   // ones in proxy_listen_fds order: "127.0.0.1:41234" (the actual port when 0 was asked
   // for; an adopted socket's from getsockname), "[::1]:8788", "unix:/path". Thread-safe.
   virtual std::vector<std::string> ProxyAddresses() const = 0;
+  // The inspector's own listeners as bound, in NetOptions::ui_listen order. Thread-safe.
+  virtual std::vector<std::string> UiAddresses() const = 0;
 };
 
 // The peer-credential rule applied to every accepted connection.

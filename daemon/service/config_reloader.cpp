@@ -47,7 +47,8 @@ bool ConfigReloader::NeedsRestart(std::string_view key_path) {
                                                       "limits.audit_client_buffer_bytes",
                                                       "audit.mirror",
                                                       "audit.mirror_max_bytes",
-                                                      "audit.mirror_files"};
+                                                      "audit.mirror_files",
+                                                      "ui.listen"};
   if (key_path.substr(0, 7) == "broker.") return true;  // the bridge is built at start
   for (std::string_view k : kStartupKeys) {
     if (k == key_path) return true;

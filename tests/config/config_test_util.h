@@ -90,6 +90,8 @@ inline void ExpectDefaults(const DaemonConfig& c) {
   EXPECT_EQ(c.proxy.timeout_ms, 600000);
   EXPECT_EQ(c.proxy.max_body_bytes, 256 << 20);
   EXPECT_TRUE(c.proxy.routes.empty());
+  EXPECT_TRUE(c.ui.enabled);
+  EXPECT_TRUE(c.ui.listen.empty());
   EXPECT_DOUBLE_EQ(c.context.threshold_pct, 0.75);
   EXPECT_EQ(c.context.message_threshold, 200);
   EXPECT_EQ(c.context.tool_output_max_tokens, 2500);
@@ -201,6 +203,10 @@ inline std::vector<std::pair<std::string, std::string>> Members(const DaemonConf
   std::string routes;
   for (const ProxyRoute& r : c.proxy.routes) routes += r.model + '|' + r.provider + ';';
   add("proxy.routes", routes);
+  add("ui.enabled", c.ui.enabled);
+  std::string ui_listen;
+  for (const std::string& l : c.ui.listen) ui_listen += l + ';';
+  add("ui.listen", ui_listen);
   std::ostringstream models;
   models << std::setprecision(17);
   for (const ModelSpec& m : c.models.rows()) {

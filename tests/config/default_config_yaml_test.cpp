@@ -138,7 +138,7 @@ TEST(DefaultConfigYamlTest, EveryTableKeyHasItsDocAndDefaultValue) {
             for (const std::string& item : rule.field.get(defaults)) {
               list += (list.empty() ? "[\"" : ", \"") + item + "\"";
             }
-            EXPECT_EQ(value, list + "]");
+            EXPECT_EQ(value, list.empty() ? std::string("[]") : list + "]");
           } else {
             EXPECT_EQ(value, "[]");  // the model rows beyond the built-in ones; no routes
           }

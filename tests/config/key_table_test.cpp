@@ -92,6 +92,8 @@ const std::map<std::string, std::string>& ExpectedMembers() {
       {"proxy.routes", "proxy.routes"},
       {"proxy.upstreams.anthropic", "proxy.anthropic_upstream"},
       {"proxy.upstreams.openai", "proxy.openai_upstream"},
+      {"ui.enabled", "ui.enabled"},
+      {"ui.listen", "ui.listen"},
       {"models", "models"},
   };
   return *members;
@@ -172,6 +174,14 @@ TEST(KeyTableTest, EachKeySetsExactlyItsMember) {
             yaml_value = std::string(v);
             check = [rule, v](const DaemonConfig& c) { EXPECT_EQ(rule.get(c), v); };
           } else if constexpr (std::is_same_v<Rule, StringListRule>) {
+            if (key.path == "ui.listen") {  // loopback TCP only
+              yaml_value = "[localhost:9, \"[::1]:10\"]";
+              check = [rule](const DaemonConfig& c) {
+                EXPECT_EQ(rule.field.get(c),
+                          (std::vector<std::string>{"127.0.0.1:9", "[::1]:10"}));
+              };
+              return;
+            }
             ASSERT_EQ(key.path, "proxy.listen") << "a new list key: give it a value here";
             yaml_value = "[localhost:9, \"unix:x.sock\"]";
             check = [rule](const DaemonConfig& c) {
