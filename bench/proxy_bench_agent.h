@@ -177,6 +177,10 @@ struct Timed {
   double head_ms = 0;       // status line and headers read
   double first_ms = 0;      // first body bytes (the first SSE event) read
   double last_data_ms = 0;  // last body bytes read
+  // The piece before the last one: through the proxy, the last piece holds the stream's
+  // end, which waits until the answer is stored (a durable commit).
+  double before_last_ms = 0;
+  size_t last_piece_bytes = 0;
   double end_ms = 0;        // the body's end (the last chunk)
   std::string body;
 };
@@ -214,7 +218,9 @@ inline Timed Send(missy::UnixHttpConnection& conn, const std::string& target,
     if ((*piece)->empty()) continue;
     if (first) t.first_ms = Ms(t0, now);
     first = false;
+    t.before_last_ms = t.last_data_ms;
     t.last_data_ms = Ms(t0, now);
+    t.last_piece_bytes = (*piece)->size();
     t.body += **piece;
   }
   if (head->status != 200) {

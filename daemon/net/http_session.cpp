@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "daemon/metrics/net_stats.h"
+#include "daemon/net/body_pool.h"
 #include "daemon/net/connection.h"
 #include "daemon/net/http_exchange.h"
 #include "daemon/net/response_headers.h"
@@ -312,7 +313,7 @@ void HttpSession::ReadBody() {
 
 void HttpSession::ReadWholeBody(uint64_t length) {
   // The parser checked the length against the body limit with the header.
-  whole_body_.emplace(static_cast<size_t>(length), '\0');
+  whole_body_.emplace(BodyPool::Shared().Take(static_cast<size_t>(length)));
   std::string& body = *whole_body_;
   const size_t have = std::min(buffer_.size(), body.size());
   asio::buffer_copy(asio::buffer(body.data(), have), buffer_.data());

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "daemon/net/body_pool.h"
+
 namespace missy::proxy {
 namespace {
 
@@ -154,6 +156,11 @@ bool ParseCache::TakeBest(Api api, std::string_view body, Entry& out, size_t& sa
 
 Result<ParsedBody> ParseCache::Parse(Api api, std::string_view body, FullParse parse) {
   Entry kept;
+  // The kept body's memory serves a later request's body (net::BodyPool).
+  struct GiveBack {
+    Entry& e;
+    ~GiveBack() { net::BodyPool::Shared().Give(std::move(e.body)); }
+  } give_back{kept};
   size_t same = 0;
   if (api != Api::kResponses && TakeBest(api, body, kept, same)) {
     const Spans& old = kept.parsed.spans;
@@ -221,6 +228,7 @@ void ParseCache::Keep(std::string body, ParsedBody parsed) {
   entries_.push_front(Entry{std::move(body), std::move(parsed)});
   while (entries_.size() > kMaxEntries || body_bytes_ > kMaxBodyBytes) {
     body_bytes_ -= EstimatedBytes(entries_.back().body);
+    net::BodyPool::Shared().Give(std::move(entries_.back().body));
     entries_.pop_back();
   }
 }
