@@ -32,6 +32,7 @@
 #include "daemon/ops/listen_fds.h"
 #include "daemon/ops/logging.h"
 #include "daemon/ops/sd_notify.h"
+#include "config/token_file.h"
 #include "daemon/ops/watchdog.h"
 #include "daemon/proxy/proxy_service.h"
 #include "daemon/service/config_reloader.h"
@@ -253,7 +254,7 @@ int main(int argc, char** argv) {
         [&api](HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
           api.Handle(std::move(request), std::move(exchange));
         },
-        [&config_holder] { return ui::ReadTokenFile(config_holder.Get()->proxy.token_file); },
+        [&config_holder] { return ReadTokenFile(config_holder.Get()->proxy.token_file); },
         [&config_holder] { return config_holder.Get()->ui.enabled; },
         [&config_holder] { return config_holder.Get(); }});
     for (const std::string& text : config->ui.listen) {

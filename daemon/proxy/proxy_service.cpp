@@ -3,11 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/json.hpp>
-#include <fstream>
 #include <future>
-#include <sstream>
 #include <thread>
 
+#include "config/token_file.h"
 #include "daemon/audit/audit_bus.h"
 #include "daemon/proxy/anthropic_wire.h"
 #include "daemon/proxy/chat_wire.h"
@@ -19,23 +18,8 @@
 #include "storage/stores.h"
 
 namespace missy::proxy {
-namespace {
 
 namespace json = boost::json;
-bool ConstantTimeEqual(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
-std::string Trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  size_t start = s.find_first_not_of(" \t");
-  return start == std::string::npos ? std::string() : s.substr(start);
-}
-
-}  // namespace
 
 ProxyService::ProxyService(Services& services) : services_(services) {}
 
@@ -85,17 +69,12 @@ void ProxyService::Handle(HttpRequest request, std::shared_ptr<HttpExchange> exc
 void ProxyService::Run(const std::shared_ptr<Call>& call) {
   const ProxyConfig& cfg = call->config->proxy;
   if (!cfg.token_file.empty()) {
-    std::ifstream in(cfg.token_file);
-    std::stringstream text;
-    text << in.rdbuf();
-    const std::string token = Trimmed(text.str());
-    if (!in || token.empty()) {
-      return call->Fail(500, "api_error",
-                        "missyd proxy: context.proxy.token_file cannot be read or is empty");
-    }
+    const Result<std::string> read = ReadTokenFile(cfg.token_file);
+    if (!read.ok()) return call->Fail(500, "api_error", "missyd proxy: " + read.status().message());
+    const std::string& token = *read;
     auto h = call->request.headers.find("x-missy-token");
     const std::string given = h != call->request.headers.end() ? h->second : call->path.token;
-    if (!ConstantTimeEqual(given, token)) {
+    if (!TokenEquals(given, token)) {
       services_.deps.audit->Emit(AuditRecord{
           "proxy.refused", "security", "deny", "",
           AuditDetail().Add("reason", "token").Add("listener", call->request.listener)});

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <utility>
 
+#include "config/token_file.h"
 #include "core/digest.h"
 #include "daemon/http/json_io.h"
 #include "daemon/ui/ui_assets.h"
@@ -24,12 +25,6 @@ constexpr std::array<std::string_view, 8> kReadable = {
 
 std::string_view PathOf(std::string_view target) { return target.substr(0, target.find('?')); }
 
-bool ConstantTimeEqual(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
 
 std::string Header(const HttpRequest& request, const std::string& name) {
   auto it = request.headers.find(name);
@@ -159,20 +154,6 @@ std::string_view ContentTypeOf(std::string_view name) {
   return "application/octet-stream";
 }
 
-Result<std::string> ReadTokenFile(const std::string& path) {
-  if (path.empty()) return std::string();
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string token = text.str();
-  const size_t end = token.find_last_not_of(" \t\r\n");
-  const size_t start = token.find_first_not_of(" \t\r\n");
-  if (!in || end == std::string::npos) {
-    return Status::Internal("context.proxy.token_file cannot be read or is empty");
-  }
-  return token.substr(start, end - start + 1);
-}
-
 // "https://user:key@host/v1" -> "https://host/v1": a base URL may carry credentials.
 std::string WithoutUserinfo(const std::string& url) {
   const size_t scheme = url.find("://");
@@ -230,7 +211,7 @@ std::optional<HttpResponse> UiHandler::Refusal(const HttpRequest& request,
   const http::RequestTarget target = http::ParseTarget(request.target);
   auto given = target.query.find("token");
   if (given != target.query.end() && !path.starts_with(kApiPrefix) &&
-      ConstantTimeEqual(given->second, *token)) {
+      TokenEquals(given->second, *token)) {
     // Once, from the link the user opened: the cookie carries it from now on (a hash of
     // it, so the token itself is not kept by the browser), and the address bar forgets it.
     HttpResponse r = Text(303, "");
@@ -241,8 +222,8 @@ std::optional<HttpResponse> UiHandler::Refusal(const HttpRequest& request,
   }
   const std::string header = Header(request, "x-missy-token");
   const bool ok = !header.empty()
-                      ? ConstantTimeEqual(header, *token)
-                      : ConstantTimeEqual(CookieValue(Header(request, "cookie"), kCookie), cookie);
+                      ? TokenEquals(header, *token)
+                      : TokenEquals(CookieValue(Header(request, "cookie"), kCookie), cookie);
   if (ok) return std::nullopt;
   return Text(401,
               "missyd inspector: a token is required (context.proxy.token_file). Open the "

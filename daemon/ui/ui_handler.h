@@ -55,10 +55,6 @@ struct UiOptions {
 // "openai"},"routes":[{"model","provider","base_url"}]}, URLs without their userinfo.
 std::string ProxySummaryJson(const DaemonConfig& config);
 
-// The token in `path` (context.proxy.token_file; surrounding blanks and newlines
-// trimmed): "" for an empty path, an error when the file cannot be read or is empty.
-Result<std::string> ReadTokenFile(const std::string& path);
-
 class UiHandler {
  public:
   explicit UiHandler(UiOptions options);
