@@ -2,6 +2,7 @@
 
 #include "core/bpe_ascii_split.h"
 #include "core/bpe_unicode.h"
+#include "core/count_memo.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -261,6 +262,8 @@ MergeScratch& ThreadMergeScratch() {
 class BpeEncoding::Impl {
  public:
   ~Impl() { pcre2_code_free(code_); }
+
+  CountMemo memo;  // large texts counted again and again (system prompts, tools)
 
   using AsciiMatchFn = size_t (*)(const uint8_t*, size_t, size_t);
 
@@ -552,11 +555,13 @@ std::vector<uint32_t> BpeEncoding::Encode(std::string_view text) const {
 }
 
 int64_t BpeEncoding::Count(std::string_view text) const {
+  if (std::optional<int64_t> known = impl_->memo.Find(text)) return *known;
   int64_t count = 0;
   auto ignore = [](uint32_t) {};
   impl_->Split(text, [&](const uint8_t* p, size_t n) {
     count += static_cast<int64_t>(impl_->EncodePiece</*kIds=*/false>(p, n, ignore));
   });
+  impl_->memo.Put(text, count);
   return count;
 }
 

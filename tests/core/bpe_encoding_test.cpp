@@ -143,6 +143,12 @@ TEST(BpeEncodingTest, Gpl3) {
   EXPECT_EQ(O200k().Count(gpl), 7446);
   EXPECT_EQ(O200k().Encode(gpl).size(), 7446u);
   EXPECT_EQ(Decode(O200k(), O200k().Encode(gpl)), gpl);
+  // Counted again (from the memo of large texts), and a text one word apart counted anew.
+  EXPECT_EQ(O200k().Count(gpl), 7446);
+  std::string edited = gpl;
+  edited.replace(edited.find("GNU"), 3, "GNU GNU GNU");
+  EXPECT_EQ(O200k().Count(edited), static_cast<int64_t>(O200k().Encode(edited).size()));
+  EXPECT_EQ(O200k().Count(edited), 7448);  // " GNU" is one token, twice more
 }
 
 TEST(BpeEncodingTest, VocabularySizes) {
