@@ -111,6 +111,7 @@ std::string ProxyReport(const ProxyConfig& proxy, const std::vector<ListenerStat
            "\nNo TCP listener: agents and the SDKs need a TCP address; add one such as "
            "127.0.0.1:8788 to context.proxy.listen.\n";
   }
+  out += "inspector: " + base + "/ui/ (what the model saw on each call; docs/INSPECTOR.md)\n";
   out += "\n# Claude Code, and scripts on the Anthropic or OpenAI SDKs:\n" +
          ProxyExportLines(proxy, session);
   out +=

@@ -76,6 +76,8 @@ TEST(ProxyCommandTest, ReportListsEachListenerAndTheLinesToUse) {
             "listen: 127.0.0.1:8788 (listening)\n"
             "listen: unix:/run/p.sock (not listening; the SDKs need a TCP address)\n"
             "not listening: is missyd running, and was it restarted since the proxy was enabled?\n"
+            "inspector: http://127.0.0.1:8788/ui/ (what the model saw on each call; "
+            "docs/INSPECTOR.md)\n"
             "\n"
             "# Claude Code, and scripts on the Anthropic or OpenAI SDKs:\n"
             "export ANTHROPIC_BASE_URL=http://127.0.0.1:8788\n"
