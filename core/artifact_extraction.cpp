@@ -198,11 +198,40 @@ void ScanPaths(std::string_view text, bool loose, TrailBuilder& trail,
   }
 }
 
-// Paths in a user or assistant text: all of it, or its head and tail windows.
+// The http(s) URLs of `text`, whole (up to a blank, a quote or a closing bracket, without
+// a sentence's final punctuation), as files: a page the agent fetched or was pointed to is
+// as much a thing it worked with as a file, and as easily lost.
+void ScanUrls(std::string_view text, TrailBuilder& trail) {
+  auto stop = [](unsigned char c) {
+    return c <= ' ' ||
+           std::string_view("\"'`<>)]}|\\").find(static_cast<char>(c)) != std::string_view::npos;
+  };
+  size_t pos = 0;
+  while ((pos = text.find("://", pos)) != std::string_view::npos) {
+    size_t begin = pos;
+    while (begin > 0 && IsAlpha(static_cast<unsigned char>(text[begin - 1]))) --begin;
+    size_t end = pos + 3;
+    while (end < text.size() && !stop(static_cast<unsigned char>(text[end]))) ++end;
+    std::string_view url = text.substr(begin, end - begin);
+    while (!url.empty() && std::string_view(".,:;!?").find(url.back()) != std::string_view::npos) {
+      url.remove_suffix(1);
+    }
+    const std::string_view scheme = text.substr(begin, pos - begin);
+    if ((HasAt(scheme, 0, "http") && scheme.size() == 4) ||
+        (HasAt(scheme, 0, "https") && scheme.size() == 5)) {
+      if (url.size() > scheme.size() + 4) trail.AddFile(url);
+    }
+    pos = end;
+  }
+}
+
+// Paths and URLs in a user or assistant text: all of it, or its head and tail windows.
 void ScanTextPaths(std::string_view text, size_t window, TrailBuilder& trail) {
   const auto [head, tail] = HeadAndTail(text, window);
   ScanPaths(head, false, trail);
+  ScanUrls(head, trail);
   ScanPaths(tail, false, trail);
+  ScanUrls(tail, trail);
 }
 
 // Diff headers in a patch: "*** Update File: p", "+++ b/p", "diff --git a/p b/p".
@@ -261,6 +290,7 @@ std::string_view WithoutSedScripts(std::string_view command, std::string& scratc
 }
 
 void AddCommand(std::string_view command, const ArtifactOptions& o, TrailBuilder& trail) {
+  ScanUrls(command.substr(0, std::min(command.size(), kMaxCommandScanBytes)), trail);
   std::string scratch;
   ScanPaths(
       WithoutSedScripts(command.substr(0, std::min(command.size(), kMaxCommandScanBytes)), scratch),
@@ -316,6 +346,9 @@ class ArgumentReader {
       case ArgumentItem::Kind::kPatch:
         ScanPatchHeaders(item.text, trail_);
         break;
+      case ArgumentItem::Kind::kUrl:
+        ScanUrls(item.text.substr(0, std::min(item.text.size(), kMaxCommandScanBytes)), trail_);
+        break;
     }
   }
 
@@ -323,6 +356,29 @@ class ArgumentReader {
   TrailBuilder& trail_;
   std::vector<ArgumentItem> items_;
 };
+
+// Between the head and tail windows of a long tool result, the lines that report an error
+// (ReportsError: a runner's failure, an exception, a compiler's diagnostic), at most
+// o.middle_error_lines distinct ones: a test run prints its failures in the middle of its
+// output, and a mention of an error there (source, logs) is not worth the scan's room.
+void ScanMiddleForReports(std::string_view text, std::string_view head, std::string_view tail,
+                          const ArtifactOptions& o, TrailBuilder& trail) {
+  const size_t from = head.size();
+  const std::string_view middle =
+      text.substr(from, static_cast<size_t>(tail.data() - text.data()) - from);
+  size_t pos = 0, added = 0;
+  while (added < o.middle_error_lines &&
+         (pos = NextCandidate(middle, pos, kErrorWords)) < middle.size()) {
+    if (!ErrorWordAt(middle, pos)) {
+      ++pos;
+      continue;
+    }
+    const std::string_view line = LineAround(middle, pos, &pos);
+    if (ReportsError(line) && !NumberedListingLine(line)) {
+      added += trail.errors.Add(ErrorItem(line, o.max_line_chars));
+    }
+  }
+}
 
 }  // namespace
 
@@ -384,10 +440,13 @@ void ExtractInto(const Message& m, const ArtifactOptions& o, TrailBuilder& trail
             continue;
           }
           const std::string_view line = LineAround(part, pos, &pos);
-          if (IsErrorLine(line) && !NumberedListingLine(line)) trail.errors.Add(Flat(line));
+          if (IsErrorLine(line) && !NumberedListingLine(line)) {
+            trail.errors.Add(ErrorItem(line, o.max_line_chars));
+          }
           if (facts && line.data() >= fact_from && HasKeyMarker(line)) facts->KeyLine(line);
         }
       }
+      if (!tail.empty()) ScanMiddleForReports(text, head, tail, o, trail);
       break;
     }
     case Role::kSystem:

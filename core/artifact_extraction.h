@@ -54,6 +54,7 @@ struct ArtifactOptions {
   size_t max_line_chars = 300;       // cap of an error or decision line
   size_t command_chars = 200;        // cap of a command
   size_t scan_window_bytes = 1024;   // tool results are scanned in head+tail windows
+  size_t middle_error_lines = 48;    // and between them for lines that report an error
   size_t key_lines_from = 200;       // a tool result's key lines are reported from this byte
   size_t text_window_bytes = 16384;  // longer user/assistant texts: paths in head+tail windows
 };

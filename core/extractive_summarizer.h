@@ -9,16 +9,23 @@
 // What is kept, highest priority first: the chunk's first user message (the task; cut
 // middle-out when longer than user_message_chars); the artifact trail's first few files,
 // errors, commands and decisions (the most recently seen first; error lines that report an
-// error before those that only mention one); more files and errors, up to shares of the
-// room (a condensed summary gives its files more); the other user messages; the newest
-// facts (Missy's MemoryConsolidator rules: "[tool]" + the first tool_result_chars of each
-// tool result, lines marked result:/decided:/found:/error:/success:/created:/updated:/
-// deleted:/confirmed:/output:); the prior summary's excerpt only when all of that fits.
-// What is read: tool results in head and tail windows (scan_window_bytes each); user and
-// assistant texts whole for key lines, and for paths whole up to 2 * text_window_bytes,
-// beyond that in head and tail windows (agents such as SWE-agent put tool output in user
-// messages); shell commands ("command"/"cmd" of shell-like tools only, not an editor's
-// sub-command such as str_replace_editor's "view").
+// error before those that only mention one); more files (paths before URLs) and errors,
+// up to shares of the room (a condensed summary gives its files and errors more, and all
+// its error reports come before its facts); the other user messages; the newest facts
+// (Missy's MemoryConsolidator rules: "[tool]" + the first tool_result_chars of each tool
+// result, lines marked result:/decided:/found:/error:/success:/created:/updated:/deleted:/
+// confirmed:/output:); the prior summary's excerpt only when all of that fits.
+// Errors: one bullet per distinct line, however often it was printed; the few newest open
+// ones first, then the others in the order they were first seen (an early error, since
+// fixed, is what only an old summary can still show); one that a later run of the same call
+// (same tool, same arguments) no longer printed ends with " (fixed in seq N)"; a condensed
+// summary shows each line's first 100 code points and keeps its children's fix notes.
+// What is read: tool results in head and tail windows (scan_window_bytes each), and between
+// them the lines that report an error (ReportsError, up to 48 distinct ones); user and
+// assistant texts whole for key lines, and for paths and http(s) URLs whole up to
+// 2 * text_window_bytes, beyond that in head and tail windows (agents such as SWE-agent put
+// tool output in user messages); shell commands ("command"/"cmd" of shell-like tools only,
+// not an editor's sub-command such as str_replace_editor's "view"); URL arguments ("url").
 // The trail (ArtifactTrail, ArtifactsToJson/FromJson, MergeArtifacts) is declared in
 // core/artifact_extraction.h; what is read from each message is its extract
 // (core/message_extract.h: made on append and stored, or made here when missing), so a
@@ -47,6 +54,9 @@ inline constexpr int64_t kCondensedTargetTokens = 2000;
 // line after this; the errors, as "- " bullets (continued by lines indented "  ") after it.
 inline constexpr std::string_view kSummaryFilesHeader = "Files: ";
 inline constexpr std::string_view kSummaryErrorsHeader = "Errors:\n";
+// An error bullet ends with this, the seq and ")" when a later run of the same call no
+// longer printed it ("- KeyError: 'sku' (fixed in seq 812)").
+inline constexpr std::string_view kFixedNoteHead = " (fixed in seq ";
 
 struct ExtractiveSummary {
   std::string text;           // what the model sees

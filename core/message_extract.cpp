@@ -182,7 +182,14 @@ std::string ExtractMessage(const Message& m, const ExtractiveOptions& options) {
 
 // ---------------------------------------------------------------------------------------
 
-size_t ItemSet::Find(std::string_view item, uint64_t hash, bool* found) {
+size_t ItemSet::IndexOf(std::string_view item) const {
+  if (slots_.empty()) return SIZE_MAX;
+  bool found = false;
+  const size_t slot = Find(item, ItemHash(item), &found);
+  return found ? slots_[slot] - 1 : SIZE_MAX;
+}
+
+size_t ItemSet::Find(std::string_view item, uint64_t hash, bool* found) const {
   const size_t mask = slots_.size() - 1;
   for (size_t i = hash & mask;; i = (i + 1) & mask) {
     const uint32_t s = slots_[i];
@@ -274,10 +281,48 @@ bool Decode(std::string_view in, std::vector<DecodedItem> (&lists)[kExtractLists
 
 void ExtractMerge::Add(const StoredMessage& m) {
   if (m.message.role == Role::kSystem) return;
-  if (!m.extract.empty() && stored_extracts_usable_ && Apply(m.extract)) return;
-  if (!extractor_) extractor_ = std::make_unique<MessageExtractor>(options_);
-  owned_.push_back(extractor_->Extract(m.message));
-  Apply(owned_.back());
+  added_errors_.clear();
+  if (m.extract.empty() || !stored_extracts_usable_ || !Apply(m.extract)) {
+    if (!extractor_) extractor_ = std::make_unique<MessageExtractor>(options_);
+    owned_.push_back(extractor_->Extract(m.message));
+    Apply(owned_.back());
+  }
+  TrackRuns(m);
+}
+
+void ExtractMerge::TrackRuns(const StoredMessage& m) {
+  constexpr size_t kMaxKeyBytes = 4096;
+  if (m.message.role == Role::kAssistant) {
+    for (const ToolCall& c : m.message.tool_calls) {
+      call_keys_[c.id] = c.name + '\n' + c.arguments.substr(0, kMaxKeyBytes);
+    }
+    return;
+  }
+  if (m.message.role != Role::kTool) return;
+  const auto key = call_keys_.find(m.message.tool_call_id);
+  if (key == call_keys_.end()) return;
+  std::vector<size_t>& previous = last_run_errors_[key->second];
+  auto named_now = [&](size_t e) {
+    return std::find(added_errors_.begin(), added_errors_.end(), e) != added_errors_.end();
+  };
+  for (size_t e : previous) {
+    if (!named_now(e)) fixed_at_.emplace(e, m.seq);  // the first run without it
+  }
+  for (size_t e : added_errors_) fixed_at_.erase(e);
+  previous = added_errors_;
+}
+
+int64_t ExtractMerge::FixedAt(size_t index) const {
+  const auto it = fixed_at_.find(index);
+  return it == fixed_at_.end() ? 0 : it->second;
+}
+
+void ExtractMerge::SetFixedAt(size_t index, int64_t seq) {
+  if (seq > 0) {
+    fixed_at_[index] = seq;
+  } else {
+    fixed_at_.erase(index);
+  }
 }
 
 void ExtractMerge::AddAll(std::span<const StoredMessage> messages) {
@@ -304,6 +349,7 @@ bool ExtractMerge::Apply(std::string_view extract) {
     ItemSet& set = lists_[l];
     indices_.clear();
     for (const DecodedItem& item : decoded_[l]) indices_.push_back(set.Add(item.text, item.hash));
+    if (l == kExErrors) added_errors_ = indices_;
     // Recency as the message left it: the order in which it last named them.
     for (uint32_t k : orders_[l]) set.Touch(indices_[k]);
   }

@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/artifact_extraction.h"
@@ -40,9 +41,11 @@ struct ExtractiveOptions {
 };
 
 // 2: markup tags ("</pr_description>") and sed scripts in commands are not paths; 3: a
-// numbered listing's lines are not errors. Older extracts are not used: their messages are
-// extracted again when summarized.
-inline constexpr uint8_t kExtractVersion = 3;
+// numbered listing's lines are not errors; 4: error lines keep their blanks, reports in the
+// middle of long tool results, more error shapes (Elixir, npm, tsc, go test, Rust panics,
+// "command not found"), URLs among the files. Older extracts are not used: their messages
+// are extracted again when summarized.
+inline constexpr uint8_t kExtractVersion = 4;
 
 enum ExtractList : uint8_t {
   kExFiles,
@@ -89,12 +92,14 @@ class ItemSet {
   bool AddIfNew(std::string_view item, uint64_t hash);
   void Touch(size_t index) { last_seen_[index] = ++clock_; }
   const std::vector<std::string_view>& items() const { return items_; }
+  // The index of `item`, or SIZE_MAX when absent.
+  size_t IndexOf(std::string_view item) const;
   // Item indices, most recently seen first.
   std::vector<size_t> ByRecency() const { return OrderByRecency(last_seen_); }
   std::vector<std::string> Copy() const { return {items_.begin(), items_.end()}; }
 
  private:
-  size_t Find(std::string_view item, uint64_t hash, bool* found);
+  size_t Find(std::string_view item, uint64_t hash, bool* found) const;
   // The item's index, appended (with `*added`) when absent; recency untouched if present.
   size_t Insert(std::string_view item, uint64_t hash, bool* added);
   void Grow();
@@ -124,6 +129,13 @@ class ExtractMerge {
   // TrailPath).
   bool AddFile(std::string_view path);
 
+  // The seq of the tool result that showed the error at `index` of list(kExErrors) gone:
+  // a later run of the same call (the same tool with the same arguments) no longer
+  // printed it, and nothing printed it since. 0 while it is not known to be fixed.
+  int64_t FixedAt(size_t index) const;
+  // Sets (seq > 0) or clears (0) what FixedAt says, as a summary's text told it.
+  void SetFixedAt(size_t index, int64_t seq);
+
   struct DecodedItem {
     std::string_view text;
     uint64_t hash = 0;
@@ -131,6 +143,8 @@ class ExtractMerge {
 
  private:
   bool Apply(std::string_view extract);  // false: not a current extract (nothing added)
+  // Follows runs of the same call: which errors a rerun no longer printed (FixedAt).
+  void TrackRuns(const StoredMessage& m);
 
   ExtractiveOptions options_;
   bool stored_extracts_usable_;  // the options are those stored extracts were made with
@@ -141,6 +155,10 @@ class ExtractMerge {
   std::vector<DecodedItem> decoded_[kExtractLists];
   std::vector<uint32_t> orders_[kExtractTrailLists];
   std::vector<size_t> indices_;
+  std::vector<size_t> added_errors_;  // the error indices the last applied extract named
+  std::unordered_map<std::string, std::string> call_keys_;  // call id -> tool + arguments
+  std::unordered_map<std::string, std::vector<size_t>> last_run_errors_;  // by call key
+  std::unordered_map<size_t, int64_t> fixed_at_;
 };
 
 // Whether ExtractMerge takes `extract` as it is (current version, intact, valid UTF-8):

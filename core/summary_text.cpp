@@ -98,6 +98,17 @@ void AppendOneLine(std::string& out, std::string_view s, size_t max_chars) {
   if (cut) out += "…";
 }
 
+std::string ErrorItem(std::string_view line, size_t max_chars) {
+  std::string out;
+  for (const char c : Trim(line))
+    out += c == '\t' || static_cast<unsigned char>(c) >= ' ' ? c : ' ';
+  bool cut = false;
+  out = CapChars(out, max_chars, &cut);
+  if (InvalidUtf8At(out) != std::string_view::npos) out = ToValidUtf8(out);
+  if (cut) out += "…";
+  return out;
+}
+
 std::string OneLine(std::string_view s, size_t max_chars) {
   std::string out;
   out.reserve(std::min(s.size(), max_chars) + 4);
@@ -167,6 +178,7 @@ bool ErrorWordAt(std::string_view s, size_t i) {
   const bool camel = i > 0 && s[i] == 'E' && s[i - 1] >= 'a' && s[i - 1] <= 'z';
   switch (c) {
     case 'e':
+      if (s[i] == 'E' && word_start && s.substr(i).starts_with("ERR!")) return true;  // npm
       if (HasAt(s, i, "error")) {
         const size_t e = i + 5;
         if (word_start && (WordEndsAt(s, e) || (e < n && s[e] == 's' && WordEndsAt(s, e + 1))))
@@ -177,15 +189,20 @@ bool ErrorWordAt(std::string_view s, size_t i) {
         return true;
       }
       return false;
-    case 'f':
+    case 'f':  // failed, fatal (any case), a runner's FAIL ("--- FAIL:", "FAIL<tab>pkg")
       return word_start && ((HasAt(s, i, "failed") && WordEndsAt(s, i + 6)) ||
-                            (HasAt(s, i, "fatal") && WordEndsAt(s, i + 5)));
+                            (HasAt(s, i, "fatal") && WordEndsAt(s, i + 5)) ||
+                            (s.substr(i).starts_with("FAIL") && WordEndsAt(s, i + 4)));
     case 't':
       return s[i] == 'T' && s.substr(i).starts_with("Traceback");
     case 'p':
       return word_start && HasAt(s, i, "panic");
     case 'n':
-      return s[i] == 'N' && s.substr(i).starts_with("No such file");
+      if (s[i] == 'N') return s.substr(i).starts_with("No such file");
+      // A shell's "foo: command not found" (bash, zsh: "command not found: foo").
+      return s.substr(i).starts_with("not found") && i >= 8 && s.substr(i - 8, 8) == "command ";
+    case '*':  // Elixir's "** (SomeError) ...", "** (Mix) ..."
+      return (i == 0 || s[i - 1] == ' ') && s.substr(i).starts_with("** (");
     default:
       return false;
   }
@@ -195,7 +212,7 @@ bool IsErrorLine(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
     static const std::array<bool, 256> kFirst = [] {
       std::array<bool, 256> t{};
-      for (unsigned char c : std::string_view("eEfFtTpPnN")) t[c] = true;
+      for (unsigned char c : std::string_view("eEfFtTpPnN*")) t[c] = true;
       return t;
     }();
     if (kFirst[static_cast<unsigned char>(s[i])] && ErrorWordAt(s, i)) return true;
@@ -205,11 +222,21 @@ bool IsErrorLine(std::string_view s) {
 
 bool ReportsError(std::string_view line) {
   line = Trim(line);
-  if (line.starts_with("Traceback") || line.find(": error:") != std::string_view::npos ||
-      line.find(": fatal error:") != std::string_view::npos) {
-    return true;
+  // pytest's "E       KeyError: 'sku'": the exception line after the runner's marker.
+  if (line.size() > 2 && line[0] == 'E' && (line[1] == ' ' || line[1] == '\t')) {
+    return ReportsError(line.substr(2));
   }
-  const std::string_view first = line.substr(0, std::min(line.find(' '), line.size()));
+  if (line.starts_with("Traceback") || line.starts_with("** (") || line.starts_with("npm ERR! ") ||
+      line.starts_with("--- FAIL:")) {
+    return true;  // a traceback's head, Elixir's exception, npm's report, go test's failure
+  }
+  // A compiler's "file:line: error:", "file(4,7): error TS2322:", "file:12:5 - error TS...",
+  // and a Rust thread's "thread 'main' panicked at src/main.rs:5:9:".
+  for (std::string_view report :
+       {": error:", ": fatal error:", "): error ", " - error ", "' panicked at "}) {
+    if (line.find(report) != std::string_view::npos) return true;
+  }
+  const std::string_view first = line.substr(0, std::min(line.find_first_of(" \t"), line.size()));
   if (first.size() < 2) return false;
   const bool colon = first.back() == ':';
   const std::string_view name = colon ? first.substr(0, first.size() - 1) : first;
@@ -266,7 +293,8 @@ bool CandidateAt(const char* s, size_t i, size_t n) {
     if ((f0 == 'e' && ((f1 == 'r' && f2 == 'r') || (f1 == 'x' && f2 == 'c'))) ||
         (f0 == 'f' && f1 == 'a' && (f2 == 'i' || f2 == 't')) ||
         (f0 == 'p' && f1 == 'a' && f2 == 'n') || (r0 == 'T' && r1 == 'r' && r2 == 'a') ||
-        (r0 == 'N' && r1 == 'o' && r2 == ' ')) {
+        (r0 == 'N' && r1 == 'o' && r2 == ' ') || (r0 == 'n' && r1 == 'o' && r2 == 't') ||
+        (r0 == '*' && r1 == '*' && r2 == ' ')) {
       return true;
     }
   }
@@ -310,6 +338,8 @@ size_t NextCandidateOf(std::string_view text, size_t pos) {
         e = _mm_or_si128(e, _mm_and_si128(_mm_and_si128(eq(f0, 'p'), a1), eq(f2, 'n')));
         e = _mm_or_si128(e, _mm_and_si128(_mm_and_si128(eq(r0, 'T'), eq(r1, 'r')), eq(r2, 'a')));
         e = _mm_or_si128(e, _mm_and_si128(_mm_and_si128(eq(r0, 'N'), eq(r1, 'o')), eq(r2, ' ')));
+        e = _mm_or_si128(e, _mm_and_si128(_mm_and_si128(eq(r0, 'n'), eq(r1, 'o')), eq(r2, 't')));
+        e = _mm_or_si128(e, _mm_and_si128(_mm_and_si128(eq(r0, '*'), eq(r1, '*')), eq(r2, ' ')));
         m = _mm_or_si128(m, e);
       }
       if constexpr ((Set & kDecisionWords) != 0) {

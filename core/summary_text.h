@@ -24,6 +24,10 @@ std::string CapChars(std::string_view s, size_t max_chars, bool* was_cut = nullp
 // `max_chars` code points, "…" appended when cut.
 std::string OneLine(std::string_view s, size_t max_chars);
 void AppendOneLine(std::string& out, std::string_view s, size_t max_chars);
+// An error line as a tool printed it, so that it can be found again: trimmed, its blanks
+// kept (pytest's "E       KeyError", tabs of "FAIL<tab>pkg"), other control characters
+// made spaces, capped at `max_chars` code points ("…" appended when cut), valid UTF-8.
+std::string ErrorItem(std::string_view line, size_t max_chars);
 size_t CodePoints(std::string_view s);
 
 // Missy's MemoryConsolidator markers: "result:", "decided:", "found:", "error:", ...
@@ -31,16 +35,20 @@ bool HasKeyMarker(std::string_view line);
 // "decided:", "decision:", "decided to " (any case, at a word start).
 bool IsDecisionLine(std::string_view line);
 // error/Error/ERROR (a word, or an "XxxError:"/"XxxException:" name), "exception:",
-// Traceback, failed/FAILED, fatal, panic(ked), "No such file".
+// Traceback, failed/FAILED/FAIL, fatal, panic(ked), "No such file", "command not found", npm's
+// "ERR!", Elixir's "** (".
 bool IsErrorLine(std::string_view line);
 // Whether an error word of IsErrorLine starts at s[i] (s: the line, or the text around it).
 bool ErrorWordAt(std::string_view s, size_t i);
 // Whether an error line reports an error rather than mentions one: its first word names it
 // and ends with ':' ("TypeError: ...", "error: ...", "error[E0382]: ...", "fatal: ..."), or
-// is a verdict in capitals ("FAILED ...", "ERROR ..."), or the line is a traceback's head,
-// a compiler's "file:line: error:", or an error after a program's "name:" prefix ("cat: x:
-// No such file ..."). Source code that uses an error value ("error = ...", "logger.error(",
-// "error ->", ":error") only mentions one.
+// is a verdict in capitals ("FAILED ...", "FAIL<tab>pkg", "ERROR ..."), or the line is a
+// traceback's head, a compiler's "file:line: error:" (tsc's "file(4,7): error TS..." and
+// "file:4:7 - error TS..."), a Rust thread's "... panicked at", go test's "--- FAIL:",
+// Elixir's "** (SomeError) ...", npm's "npm ERR! ...", pytest's "E   SomeError: ..." (the
+// exception after the marker), or an error after a program's "name:" prefix ("cat: x: No
+// such file ...", "bash: x: command not found"). Source code that uses an error value ("error =
+// ...", "logger.error(", "error ->", ":error") only mentions one.
 bool ReportsError(std::string_view line);
 // A line of a numbered file listing ("12→ code" from an editor's view, "12\tcode" from
 // cat -n, "12:code", not a time such as "10:42:01"): source code, whose words name no
@@ -51,7 +59,7 @@ bool NumberedListingLine(std::string_view line);
 // and tokens around these positions (SSE2 where available, 16 bytes a step).
 enum CandidateSet : unsigned {
   kColon = 1,          // ':' (key markers)
-  kErrorWords = 2,     // err, exc, fai, fat, pan (any case), "Tra", "No " (IsErrorLine)
+  kErrorWords = 2,     // err, exc, fai, fat, pan (any case), "Tra", "No ", "not", "** "
   kDecisionWords = 4,  // dec (any case) (IsDecisionLine)
   kPathChars = 8,      // '/', or '.' before a letter: a path has a '/' or an extension
 };

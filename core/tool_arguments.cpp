@@ -23,6 +23,9 @@ bool IsPathKey(std::string_view k) {
 bool IsCommandKey(std::string_view k) {
   return k == "command" || k == "cmd" || k == "script" || k == "commands" || k == "shell";
 }
+bool IsUrlKey(std::string_view k) {
+  return k == "url" || k == "uri" || k == "urls" || k == "href" || k == "link";
+}
 bool IsPatchKey(std::string_view k) {
   return k == "patch" || k == "diff" || k == "unified_diff" || k == "input";
 }
@@ -183,6 +186,8 @@ class Reader {
       Record(shell_ ? Kind::kCommand : Kind::kOtherCommand, std::move(s));
     } else if (IsPatchKey(key)) {
       Record(Kind::kPatch, std::move(s));
+    } else if (IsUrlKey(key)) {
+      Record(Kind::kUrl, std::move(s));
     }
   }
 
@@ -193,7 +198,7 @@ class Reader {
     visit = visit && depth <= kMaxVisitDepth;
     const char c = *p_++;
     if (c == '"') {
-      if (!visit || !(IsPathKey(key) || IsCommandKey(key) || IsPatchKey(key))) {
+      if (!visit || !(IsPathKey(key) || IsCommandKey(key) || IsPatchKey(key) || IsUrlKey(key))) {
         return SkipString();
       }
       std::string s;

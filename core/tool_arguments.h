@@ -19,6 +19,7 @@ struct ArgumentItem {
     kCommand,       // a command key's value ("command", "cmd", ...; argv joined) of a shell tool
     kOtherCommand,  // the same of another tool (an editor's "view"): only its paths matter
     kPatch,         // a patch key's value ("patch", "diff", "input", ...)
+    kUrl,           // a URL key's value ("url", "uri", "href", ...): a page fetched
   };
   Kind kind;
   std::string text;

@@ -1,0 +1,124 @@
+// What a summary keeps of the errors tools printed and the pages an agent fetched (issue
+// 29): error reports of many toolchains are recognised, kept as printed (blanks
+// included) even from the middle of a long output, one line per distinct error, with the
+// seq of the run that showed it gone; URLs are kept whole among the files.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/extractive_summarizer.h"
+#include "core/summary_test_helpers.h"
+#include "core/summary_text.h"
+
+namespace missy {
+namespace {
+
+using testing::HeuristicCounter;
+using testing::StoredMessages;
+
+Message Call(std::string id, const std::string& tool, const std::string& arguments) {
+  return Message::AssistantCalls({{std::move(id), "function", tool, arguments}});
+}
+
+TEST(ErrorTrail, ReportsOfManyToolchainsAreToldFromMentions) {
+  using extractive::IsErrorLine;
+  using extractive::ReportsError;
+  for (const char* report :
+       {"E       KeyError: 'sku'", "E   ModuleNotFoundError: No module named 'yaml'",
+        "** (BadMapError) expected a map, got: nil",
+        "** (Mix) Could not start application inventory: shutdown", "npm ERR! code ERESOLVE",
+        "src/app.ts(4,7): error TS2322: Type 'string' is not assignable",
+        "src/routes/users.ts:12:5 - error TS2339: Property 'email' does not exist",
+        "--- FAIL: TestStore_Get (0.00s)", "FAIL\texample.com/inventory\t0.012s",
+        "FAIL src/services/cart.test.ts",
+        "thread 'parser::tests::parses' panicked at src/parser.rs:118:9:",
+        "bash: npx: jset: command not found", "error[E0308]: mismatched types"}) {
+    EXPECT_TRUE(IsErrorLine(report)) << report;
+    EXPECT_TRUE(ReportsError(report)) << report;
+  }
+  for (const char* mention :
+       {"The tests fail since we moved to the new format", "E       assert 100 == 101",
+        "** Note: the new default", "    {:error, reason} -> {:error, reason}",
+        "we found the command not useful"}) {
+    EXPECT_FALSE(ReportsError(mention)) << mention;
+  }
+}
+
+TEST(ErrorTrail, ReportsInTheMiddleOfALongOutputAreKeptAsPrinted) {
+  std::string output;
+  for (int i = 0; i < 300; ++i)
+    output += "tests/test_x.py::test_" + std::to_string(i) + " PASSED\n";
+  output += ">       sku = row[\"sku\"]\nE       KeyError: 'sku'\n";
+  output += "    logger.error(\"missing %s\", exc)\n";  // a mention: not from the middle
+  for (int i = 0; i < 300; ++i)
+    output += "tests/test_y.py::test_" + std::to_string(i) + " PASSED\n";
+  const auto msgs = StoredMessages({Message::User("make the tests pass"),
+                                    Call("c1", "bash", R"({"command":"pytest -v"})"),
+                                    Message::ToolResult("c1", output)});
+  const std::vector<std::string> errors = ExtractArtifacts(msgs).errors;
+  EXPECT_EQ(errors, (std::vector<std::string>{"E       KeyError: 'sku'"}));
+}
+
+TEST(ErrorTrail, UrlsAreFilesKeptWhole) {
+  const auto msgs = StoredMessages({
+      Message::User("read https://docs.python.org/3/library/csv.html#csv.DictReader first."),
+      Call("c1", "web_fetch", R"({"url":"https://hexdocs.pm/ecto/Ecto.Changeset.html#cast/4"})"),
+      Message::ToolResult("c1", "Changeset functions"),
+  });
+  const std::vector<std::string> files = ExtractArtifacts(msgs).files;
+  for (const char* url : {"https://docs.python.org/3/library/csv.html#csv.DictReader",
+                          "https://hexdocs.pm/ecto/Ecto.Changeset.html#cast/4"}) {
+    EXPECT_NE(std::find(files.begin(), files.end(), url), files.end()) << url;
+  }
+}
+
+TEST(ErrorTrail, AnErrorARerunNoLongerPrintsIsListedWithItsFix) {
+  const std::string run = R"({"command":"python -m pytest -q"})";
+  const auto msgs = StoredMessages({
+      Message::User("fix the importer"),
+      Call("c1", "bash", run),  // seq 2
+      Message::ToolResult("c1", "E   KeyError: 'sku'\nE   TypeError: bad operand\n2 failed\n"),
+      Call("c2", "bash", run),
+      Message::ToolResult("c2", "E   TypeError: bad operand\n1 failed\n"),  // seq 5
+      Call("c3", "bash", run),
+      Message::ToolResult("c3", "E   TypeError: bad operand\n1 failed\n"),
+  });
+  const ExtractiveSummary s = SummarizeMessages(msgs, "", {}, HeuristicCounter());
+  EXPECT_NE(s.text.find("- E   KeyError: 'sku' (fixed in seq 5)\n"), std::string::npos) << s.text;
+  EXPECT_NE(s.text.find("- E   TypeError: bad operand\n"), std::string::npos) << s.text;
+  // One line per distinct error, however often it was printed.
+  const std::string listed = s.text.substr(s.text.find(kSummaryErrorsHeader));
+  size_t count = 0;
+  for (size_t at = listed.find("TypeError"); at != std::string::npos;
+       at = listed.find("TypeError", at + 1)) {
+    ++count;
+  }
+  EXPECT_EQ(count, 1u) << listed;
+  // A condensed summary keeps what its children said of the fix.
+  const MessageTokenCounter counter = HeuristicCounter();
+  const std::vector<ChildSummary> children = {{s.text, s.artifacts, s.tokens}};
+  const ExtractiveSummary up = CondenseSummaries(children, {}, counter);
+  EXPECT_NE(up.text.find("KeyError: 'sku' (fixed in seq 5)"), std::string::npos) << up.text;
+}
+
+TEST(ErrorTrail, AnOldSummaryKeepsEarlyErrorsOverTheNewestOnes) {
+  // Thirty distinct errors, each printed once, in a summary with room for about a third
+  // of them: the newest few come first, then the oldest, not only the newest.
+  std::vector<Message> conv = {Message::User("clean up the build")};
+  for (int i = 0; i < 30; ++i) {
+    const std::string id = "c" + std::to_string(i);
+    conv.push_back(Call(id, "bash", R"({"command":"make step)" + std::to_string(i) + R"("})"));
+    conv.push_back(Message::ToolResult(
+        id, "src/unit_" + std::to_string(i) + ".c:12: error: expected ';' before '}' token\n"));
+  }
+  ExtractiveOptions options;
+  options.target_tokens = 400;
+  const ExtractiveSummary s =
+      SummarizeMessages(StoredMessages(std::move(conv)), "", options, HeuristicCounter());
+  ASSERT_TRUE(s.cut) << s.text;
+  EXPECT_NE(s.text.find("src/unit_29.c:12: error"), std::string::npos) << s.text;  // newest
+  EXPECT_NE(s.text.find("src/unit_0.c:12: error"), std::string::npos) << s.text;   // oldest
+}
+
+}  // namespace
+}  // namespace missy
