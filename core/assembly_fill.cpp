@@ -6,12 +6,12 @@
 // group that does not fit ends the fill, so the kept part is contiguous.
 // With an eviction anchor (cache-friendly eviction), the kept part starts exactly at the
 // anchor while everything from it fits; once it does not, whole groups are evicted from
-// the front down to (1 - slack_fraction) of the room, so the following requests share the
-// same prefix again. While the anchor holds, only summaries of something before it are
-// shown, in the forms the anchor was set with: a summary of messages the context still
-// shows raw waits for the next eviction, so a new summary changes the prefix only when
-// eviction changes it anyway (one compaction event replaces a large block, and the
-// provider's prompt cache keeps hitting between).
+// the front down to (1 - slack_fraction) of the room and at most half of it, so the
+// following requests share the same prefix again for long. While the anchor holds, only
+// summaries of something before it are shown, in the forms the anchor was set with: a
+// summary of messages the context still shows raw waits for the next eviction, so a new
+// summary changes the prefix only when eviction changes it anyway (one compaction event
+// replaces a large block, and the provider's prompt cache keeps hitting between).
 #include <algorithm>
 #include <cstdint>
 
@@ -20,6 +20,12 @@
 
 namespace missy::assembly {
 namespace {
+
+// At a move of the anchor, the share of the history budget the summaries may take whole
+// (KeepFromAnchor). Measured on the replay tests: 0.3 frees enough for the anchor to hold
+// longer without losing a file or an error in view; 0.25 and below lose some of a long
+// session's oldest task.
+constexpr double kMovedSummaryShare = 0.3;
 
 // One past the newest group before the fresh tail (the walks go back from it).
 size_t FirstGroupBeforeTail(const AssemblyState& s) {
@@ -84,15 +90,20 @@ void KeepFromAnchor(AssemblyState& s) {
   const int64_t anchor = in.eviction.anchor_seq;
   const double slack = std::clamp(in.eviction.slack_fraction, 0.0, 1.0);
   const int64_t slack_tokens = static_cast<int64_t>(slack * static_cast<double>(r.history_budget));
+  const std::vector<SummaryView>& shown =
+      in.anchored_summaries ? *in.anchored_summaries : in.summaries;
   const int64_t before_anchor =
-      in.anchored_summaries
-          ? SetSummaries(s, *in.anchored_summaries, INT64_MAX, in.anchored_stub_through)
-          : SetSummaries(s, in.summaries, anchor, in.anchored_stub_through);
+      SetSummaries(s, shown, in.anchored_summaries ? INT64_MAX : anchor, in.anchored_stub_through);
   // The anchor's summaries, in their forms, must all fit for it to hold: leaving one
-  // out would change the prefix anyway (unless all were short already when it was
-  // set, and one was left out then too: nothing shorter is left to send).
-  const bool summaries_hold =
-      r.summaries_skipped == 0 || r.summaries_stubbed == r.summaries_included;
+  // out would lose what it covers and change the prefix anyway (unless all were short
+  // already when it was set: nothing shorter is left to send, and moving would not
+  // bring it back). Not "all included ones short": with none included that holds for
+  // nothing, and a summary shown whole at the move vanished while its messages stayed
+  // evicted.
+  bool all_short = true;
+  for (const SummaryView& v : shown)
+    all_short = all_short && v.last_seq <= in.anchored_stub_through;
+  const bool summaries_hold = r.summaries_skipped == 0 || all_short;
   s.remaining -= before_anchor;
   int64_t from_anchor = 0;
   size_t anchor_from = s.tail_start;
@@ -114,16 +125,26 @@ void KeepFromAnchor(AssemblyState& s) {
     return;
   }
   // The anchor moves: now every summary may come in, the oldest short if that is what it
-  // takes to leave slack_fraction of the history budget free (as ChooseSummaryForms).
+  // takes to leave slack_fraction of the history budget free (as ChooseSummaryForms), or
+  // for them to take at most kMovedSummaryShare of it whole (their short forms keep their
+  // files and errors): the room a move frees is what the anchor then lives on, and
+  // summaries grow to half the budget before they are condensed.
   s.remaining += before_anchor;
+  const int64_t summary_room =
+      std::min(s.remaining - slack_tokens,
+               static_cast<int64_t>(kMovedSummaryShare * static_cast<double>(r.history_budget)));
   s.remaining -= SetSummaries(s, in.summaries, INT64_MAX,
-                              StubThroughFor(in.summaries, s.remaining - slack_tokens, s.counter));
+                              StubThroughFor(in.summaries, summary_room, s.counter));
   // Free slack_fraction of the history budget (not of what is left of it: with summaries
   // and the tail taking most of the budget, a share of the rest would free so little that
-  // the anchor moved again a request or two later).
-  const int64_t keep =
-      std::min(static_cast<int64_t>(static_cast<double>(s.remaining) * (1.0 - slack)),
-               s.remaining - slack_tokens);
+  // the anchor moved again a request or two later), and at least half of the room the
+  // evictable history has: a move is a break of the prefix whatever it evicts, so one
+  // that replaces a large block lets the anchor hold for many requests, where one that
+  // frees a few groups is followed by another a few requests later. What it evicts is
+  // summarized (the eviction's leaves), so the context still holds it.
+  const int64_t keep = std::min(
+      static_cast<int64_t>(static_cast<double>(s.remaining) * (1.0 - std::max(slack, 0.5))),
+      s.remaining - slack_tokens);
   // A moved anchor only moves forward: what was evicted stays evicted (a summary freeing
   // room does not bring raw messages back and change the prefix again).
   s.remaining -= FillGroups(s, std::max<int64_t>(0, keep), anchor);

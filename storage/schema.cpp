@@ -340,11 +340,18 @@ CREATE INDEX audit_events_contexts_by_session ON audit_events (session_id, seq)
   WHERE event_type = 'context.built';
 )sql";
 
+// Version 15: the memory hits a context at the session's anchor shows (a JSON array; ""
+// when none were chosen yet), so that a daemon that restarted sends the same system
+// message rather than searching afresh (other sessions wrote meanwhile).
+constexpr std::string_view kMigration15 = R"sql(
+ALTER TABLE sessions ADD COLUMN anchor_memory TEXT NOT NULL DEFAULT '';
+)sql";
+
 const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> kMigrations = {
       kMigration1,  kMigration2,  kMigration3,  kMigration4, kMigration5,
       kMigration6,  kMigration7,  kMigration8,  kMigration9, kMigration10,
-      kMigration11, kMigration12, kMigration13, kMigration14};
+      kMigration11, kMigration12, kMigration13, kMigration14, kMigration15};
   return kMigrations;
 }
 

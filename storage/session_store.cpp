@@ -14,7 +14,7 @@ using sqlite::Statement;
 const char kColumns[] =
     "id, model, system_prompt, tools_json, metadata_json, context_window, strict, created_at_ms, "
     "updated_at_ms, message_count, total_tokens, last_seq, anchor_seq, summarizer_backend, "
-    "summarizer_provider, anchor_summaries, anchor_stub_through";
+    "summarizer_provider, anchor_summaries, anchor_stub_through, anchor_memory";
 
 Session FromRow(const Statement& s) {
   Session out;
@@ -35,6 +35,7 @@ Session FromRow(const Statement& s) {
   out.summarizer_provider = s.Text(14);
   out.anchor_summaries = s.Int(15);
   out.anchor_stub_through = s.Int(16);
+  out.anchor_memory = s.Text(17);
   return out;
 }
 
@@ -113,6 +114,17 @@ Status SessionStore::SetAnchor(Txn& txn, std::string_view session_id, int64_t se
                     "anchor_stub_through = ?4 WHERE id = ?1");
   update.Bind(1, session_id).Bind(2, seq).Bind(3, summaries).Bind(4, stub_through);
   MISSY_RETURN_IF_ERROR(update.Run("set the anchor of session '" + std::string(session_id) + "'"));
+  if (c.Changes() == 0) return NotFound(session_id, "session_id");
+  return Status::Ok();
+}
+
+Status SessionStore::SetAnchorMemory(Txn& txn, std::string_view session_id,
+                                     std::string_view memory_json) {
+  Connection& c = txn.conn();
+  MISSY_ASSIGN_STMT(update, c, "UPDATE sessions SET anchor_memory = ?2 WHERE id = ?1");
+  update.Bind(1, session_id).Bind(2, memory_json);
+  MISSY_RETURN_IF_ERROR(
+      update.Run("set the anchor memory of session '" + std::string(session_id) + "'"));
   if (c.Changes() == 0) return NotFound(session_id, "session_id");
   return Status::Ok();
 }

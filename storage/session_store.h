@@ -46,6 +46,9 @@ class SessionStore {
                    int64_t stub_through = 0);
   Status SetAnchor(std::string_view session_id, int64_t seq, int64_t summaries = 0,
                    int64_t stub_through = 0);
+  // Persists Session::anchor_memory (the memory hits a context at the anchor shows, as the
+  // service encodes them). kNotFound for an unknown session.
+  Status SetAnchorMemory(Txn& txn, std::string_view session_id, std::string_view memory_json);
 
   // Deletes the session with its messages, summaries, session-scoped memory items and
   // jobs, in the caller's transaction (the FTS indexes follow through their triggers;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <memory>
 #include <unordered_map>
 
@@ -70,6 +71,50 @@ bool CoversMoreBefore(const std::vector<SummaryView>& snapshot,
   return false;
 }
 
+// The anchor's memory hits as persisted (Session::anchor_memory): a JSON array of
+// {source, id, text, score}.
+std::string EncodeMemory(const std::vector<MemoryHit>& hits) {
+  boost::json::array out;
+  for (const MemoryHit& h : hits) {
+    out.push_back(boost::json::object{
+        {"source", h.source}, {"id", h.id}, {"text", h.text}, {"score", h.score}});
+  }
+  return boost::json::serialize(out);
+}
+
+// Null when nothing (or nothing readable) was persisted: the next context searches.
+std::shared_ptr<const std::vector<MemoryHit>> DecodeMemory(const std::string& json) {
+  if (json.empty()) return nullptr;
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(json, ec);
+  if (ec || !v.is_array()) return nullptr;
+  auto hits = std::make_shared<std::vector<MemoryHit>>();
+  for (const boost::json::value& e : v.as_array()) {
+    const boost::json::object* o = e.if_object();
+    if (o == nullptr) return nullptr;
+    MemoryHit h;
+    auto text = [&](const char* key) -> std::string {
+      const boost::json::value* x = o->if_contains(key);
+      return x != nullptr && x->is_string() ? std::string(x->as_string()) : std::string();
+    };
+    h.source = text("source");
+    h.id = text("id");
+    h.text = text("text");
+    if (const boost::json::value* x = o->if_contains("score"); x != nullptr && x->is_number()) {
+      h.score = x->to_number<double>();
+    }
+    hits->push_back(std::move(h));
+  }
+  return hits;
+}
+
+bool SameHits(const std::vector<MemoryHit>& a, const std::vector<MemoryHit>& b) {
+  return std::equal(
+      a.begin(), a.end(), b.begin(), b.end(), [](const MemoryHit& x, const MemoryHit& y) {
+        return x.source == y.source && x.id == y.id && x.text == y.text && x.score == y.score;
+      });
+}
+
 }  // namespace
 
 struct ContextService::Prepared {
@@ -99,8 +144,8 @@ ContextService::AnchorState ContextService::Anchor(const Session& session) {
   std::lock_guard<std::mutex> lock(anchors_mu_);
   auto it = anchors_.find(session.id);
   if (it == anchors_.end()) {
-    return AnchorState{
-        session.anchor_seq, session.anchor_summaries, session.anchor_stub_through, {}};
+    return AnchorState{session.anchor_seq, session.anchor_summaries, session.anchor_stub_through,
+                       DecodeMemory(session.anchor_memory)};
   }
   return it->second;
 }
@@ -271,6 +316,7 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
     return Status::Ok();
   };
   AnchorState anchor = p->reset_anchor ? AnchorState{} : Anchor(p->session);
+  const AnchorState was = anchor;  // the anchor in force, as persisted
   if (anchor.summaries != p->summaries_through) {
     // A context queued before this one moved the anchor: list for the snapshot in force.
     if (Status st = relist(anchor.summaries); !st.ok()) {
@@ -393,11 +439,29 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
       new_anchor.summaries = std::max(new_anchor.summaries, s.ordinal);
     }
   }
-  const bool anchor_changed = anchor_moved || snapshot_renewed;
+  // Everything a context at the anchor depends on is persisted when it changes (the
+  // summary forms and the memory hits too), so that after a release of the session's
+  // cached state or a restart, the next context is the same bytes.
+  const bool anchor_changed = anchor_moved || snapshot_renewed ||
+                              new_anchor.stub_through != was.stub_through ||
+                              new_anchor.summaries != was.summaries || new_anchor.seq != was.seq;
+  const bool memory_changed =
+      fresh_memory && (was.memory == nullptr || !SameHits(*was.memory, input.memory));
   if (fresh_memory) {
     new_anchor.memory = std::make_shared<const std::vector<MemoryHit>>(input.memory);
   }
   if (anchor_changed || fresh_memory) SetAnchor(id, new_anchor);
+  auto persist_anchor =
+      [this, id, anchor_changed, new_anchor,
+       memory = memory_changed ? std::make_shared<const std::string>(EncodeMemory(input.memory))
+                               : nullptr](Txn& txn) -> Status {
+    if (anchor_changed) {
+      MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(
+          txn, id, new_anchor.seq, new_anchor.summaries, new_anchor.stub_through));
+    }
+    if (memory) MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchorMemory(txn, id, *memory));
+    return Status::Ok();
+  };
 
   out.context_id = "ctx_" + deps_.ids->NewId();
   out.estimated_tokens = report.used_tokens;
@@ -437,10 +501,8 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
     auto event = std::make_shared<AuditRecord>(std::move(built));
     CommitAsync(
         deps_,
-        [this, event, id, anchor_changed, new_anchor](Txn& txn) -> Status {
-          if (anchor_changed)
-            MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(
-                txn, id, new_anchor.seq, new_anchor.summaries, new_anchor.stub_through));
+        [this, event, persist_anchor](Txn& txn) -> Status {
+          MISSY_RETURN_IF_ERROR(persist_anchor(txn));
           return deps_.audit->Append(txn, *event);
         },
         [id](Status st) {
@@ -454,7 +516,7 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
   auto event = std::make_shared<AuditRecord>(std::move(built));
   CommitAsync(
       deps_,
-      [this, p, event, id, anchor_changed, new_anchor](Txn& txn) -> Status {
+      [this, p, event, id, persist_anchor](Txn& txn) -> Status {
         const ContextReport& r = p->outcome.context.report;
         if (!r.newly_pruned_seqs.empty()) {
           MISSY_RETURN_IF_ERROR(
@@ -465,9 +527,7 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
                                    .Add("messages", r.newly_pruned_seqs.size())
                                    .Add("freed_tokens", r.pruned_freed_tokens)}));
         }
-        if (anchor_changed)
-          MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(
-              txn, id, new_anchor.seq, new_anchor.summaries, new_anchor.stub_through));
+        MISSY_RETURN_IF_ERROR(persist_anchor(txn));
         return deps_.audit->Append(txn, *event);
       },
       [this, p, id, release = std::move(release)](Status st) {

@@ -89,9 +89,9 @@ class ContextService {
   Result<std::shared_ptr<Prepared>> Prepare(ContextRequest& request);
   void Assemble(std::shared_ptr<Prepared> p, std::function<void()> release);
   std::vector<MemoryHit> SearchMemory(const std::string& session_id, const std::string& query);
-  // Where the kept history starts, and the summaries shown with it (Session::anchor_*),
-  // and the memory hits its contexts show (in memory only: after a restart the first
-  // context searches afresh).
+  // Where the kept history starts, the summaries shown with it and their forms, and the
+  // memory hits its contexts show (Session::anchor_*, all persisted: after a release of
+  // the session's cached state or a restart, the next context is the same bytes).
   struct AnchorState {
     int64_t seq = 0;
     int64_t summaries = 0;

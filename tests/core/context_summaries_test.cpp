@@ -154,8 +154,11 @@ TEST_F(SummaryFormsTest, AMovedAnchorSendsTheOldestShortToLeaveItsSlackFree) {
   EXPECT_EQ(held->report.stub_through_seq, r.stub_through_seq);
   EXPECT_EQ(held->messages, moved->messages);  // the same prefix, byte for byte
 
-  // Asked to move (the caller changes the prefix anyway): it moves, and chooses afresh.
+  // Asked to move (the caller changes the prefix anyway): it moves, and chooses afresh
+  // (whole, with the room for them, and in the summaries' share at a move: 30% of the
+  // history budget).
   in_.eviction.move = true;
+  in_.budget.total += 2 * whole_;
   Result<AssembledContext> asked = Assemble();
   ASSERT_TRUE(asked.ok()) << asked.status().ToString();
   EXPECT_EQ(asked->report.eviction, "anchor_moved");
@@ -177,6 +180,33 @@ TEST_F(SummaryFormsTest, AnAnchoredSummaryThatNoLongerFitsMovesTheAnchor) {
   const boost::json::object j = ContextReportToJson(ctx->report);
   EXPECT_EQ(j.at("summaries").at("short").as_int64(), 2);
   EXPECT_EQ(j.at("summaries").at("short_through_seq").as_int64(), 8);
+}
+
+TEST_F(SummaryFormsTest, AnchoredSummariesOfWhichNoneFitsMoveTheAnchorRatherThanVanish) {
+  // From the anchor, neither summary fits whole: holding the anchor would send none (the
+  // context would show nothing of seqs 1-8, evicted and summarized the request before).
+  // The anchor moves, and both go short.
+  in_.eviction.anchor_seq = 19;
+  in_.budget.total = SummaryMessageTokens(in_.summaries[0], true, counter_) +
+                     SummaryMessageTokens(in_.summaries[1], true, counter_) +
+                     in_.history[18].tokens + in_.history[19].tokens + 10;
+  ASSERT_LT(in_.budget.total, SummaryMessageTokens(in_.summaries[0], false, counter_) +
+                                  in_.history[18].tokens + in_.history[19].tokens);
+  Result<AssembledContext> ctx = Assemble();
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  EXPECT_EQ(ctx->report.eviction, "anchor_moved");
+  EXPECT_EQ(ctx->report.summaries_included, 2);
+  EXPECT_EQ(ctx->report.summaries_stubbed, 2);
+  EXPECT_EQ(ctx->report.summaries_skipped, 0);
+
+  // Both already short when the anchor was set, and one left out even so: nothing
+  // shorter is left to send, and the anchor holds.
+  in_.anchored_stub_through = 8;
+  in_.budget.total -= SummaryMessageTokens(in_.summaries[1], true, counter_);
+  Result<AssembledContext> held = Assemble();
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  EXPECT_EQ(held->report.eviction, "anchored");
+  EXPECT_EQ(held->report.summaries_skipped, 1);
 }
 
 }  // namespace

@@ -81,6 +81,32 @@ TEST(SessionStoreTest, AnchorsArePersistedAndSurviveReopen) {
   EXPECT_EQ(a->anchor_stub_through, 0);
 }
 
+TEST(SessionStoreTest, TheAnchorsMemoryIsPersistedAsGivenAndSurvivesReopen) {
+  TempDir dir;
+  const std::string path = dir.Join("m.db");
+  const std::string hits = R"([{"source":"message","id":"m1","text":"x","score":1.5}])";
+  {
+    auto db = OpenDbOrDie(path);
+    ASSERT_TRUE(db->sessions.Create(MakeSession("a")).ok());
+    ASSERT_TRUE(db->sessions.Create(MakeSession("b")).ok());
+    EXPECT_EQ(db->sessions.Get("a")->anchor_memory, "");  // none chosen yet
+    ASSERT_TRUE(db.engine()
+                    .Write([&](Txn& txn) { return db->sessions.SetAnchorMemory(txn, "a", hits); })
+                    .ok());
+    ASSERT_TRUE(db.engine()
+                    .Write([&](Txn& txn) { return db->sessions.SetAnchorMemory(txn, "b", "[]"); })
+                    .ok());
+    EXPECT_EQ(db.engine()
+                  .Write([&](Txn& txn) { return db->sessions.SetAnchorMemory(txn, "ghost", "[]"); })
+                  .code(),
+              StatusCode::kNotFound);
+  }
+  auto db = OpenDbOrDie(path);
+  EXPECT_EQ(db->sessions.Get("a")->anchor_memory, hits);
+  EXPECT_EQ(db->sessions.Get("b")->anchor_memory, "[]");  // none found is kept too
+  EXPECT_EQ(db->sessions.Get("a")->model, "gpt-4o");
+}
+
 TEST(SessionStoreTest, CreateCarriesTheAnchorAndAWriteSeesItsOwnChanges) {
   TempDir dir;
   auto db = OpenDbOrDie(dir.Join("m.db"));
