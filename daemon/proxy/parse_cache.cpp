@@ -100,7 +100,9 @@ bool OneMessagePerElement(const ParsedBody& p) {
          p.spans.size() == p.request.leading + p.request.messages.size();
 }
 
-size_t EstimatedBytes(const std::string& body) { return body.size(); }
+size_t EstimatedBytes(const std::string& body) {
+  return body.size() * ParseCache::kMemoryPerByte;
+}
 
 }  // namespace
 
@@ -148,7 +150,7 @@ bool ParseCache::TakeBest(Api api, std::string_view body, Entry& out, size_t& sa
     }
   }
   if (best == entries_.end()) return false;
-  body_bytes_ -= EstimatedBytes(best->body);
+  bytes_ -= EstimatedBytes(best->body);
   out = std::move(*best);
   entries_.erase(best);
   return true;
@@ -220,14 +222,14 @@ Result<ParsedBody> ParseCache::Parse(Api api, std::string_view body, FullParse p
 
 void ParseCache::Keep(std::string body, ParsedBody parsed) {
   if (parsed.request.api == Api::kResponses || !OneMessagePerElement(parsed) ||
-      EstimatedBytes(body) > kMaxBodyBytes) {
+      EstimatedBytes(body) > kMaxBytes) {
     return;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  body_bytes_ += EstimatedBytes(body);
+  bytes_ += EstimatedBytes(body);
   entries_.push_front(Entry{std::move(body), std::move(parsed)});
-  while (entries_.size() > kMaxEntries || body_bytes_ > kMaxBodyBytes) {
-    body_bytes_ -= EstimatedBytes(entries_.back().body);
+  while (entries_.size() > kMaxEntries || bytes_ > kMaxBytes) {
+    bytes_ -= EstimatedBytes(entries_.back().body);
     net::BodyPool::Shared().Give(std::move(entries_.back().body));
     entries_.pop_back();
   }

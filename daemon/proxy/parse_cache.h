@@ -10,8 +10,9 @@
 // Anthropic Messages and Chat Completions (one list element per message); a Responses
 // body is always parsed whole (its items are grouped into messages).
 //
-// Bounded: at most kMaxEntries requests and kMaxBodyBytes of their bodies (the parsed
-// form is a few times the body), least recently used first out. Thread-safe: an entry is
+// Bounded: at most kMaxEntries requests and kMaxBytes of memory, counted as kMemoryPerByte
+// times their bodies' size (the body, its messages as JSON values and as engine
+// messages), least recently used first out. Thread-safe: an entry is
 // taken out while a request uses it, so two requests never share one.
 #pragma once
 
@@ -51,7 +52,8 @@ class ParseCache {
  public:
   using FullParse = Result<ParsedRequest> (*)(std::string_view);
   static constexpr size_t kMaxEntries = 16;
-  static constexpr size_t kMaxBodyBytes = size_t{64} << 20;
+  static constexpr size_t kMaxBytes = size_t{128} << 20;
+  static constexpr size_t kMemoryPerByte = 4;
 
   // Parses `body` with `parse` (the codec's whole parse), reusing the kept request of
   // the same API whose bytes match `body` longest.
@@ -72,7 +74,7 @@ class ParseCache {
 
   mutable std::mutex mu_;
   std::list<Entry> entries_;  // most recently kept first
-  size_t body_bytes_ = 0;
+  size_t bytes_ = 0;  // EstimatedBytes of the kept entries
 };
 
 }  // namespace missy::proxy

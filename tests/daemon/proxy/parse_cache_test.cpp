@@ -210,5 +210,29 @@ TEST(ParseCache, KeepsAtMostItsBoundLeastRecentlyKeptOut) {
   EXPECT_EQ(cache.entries(), ParseCache::kMaxEntries);
 }
 
+TEST(ParseCache, ItsMemoryIsBoundedByTheSizeOfTheBodiesItKeeps) {
+  // Bodies whose parsed form would take a third of the bound each: two fit, not three.
+  const size_t size = ParseCache::kMaxBytes / ParseCache::kMemoryPerByte / 3 + 1024;
+  ParseCache cache;
+  for (int i = 0; i < 3; ++i) {
+    const std::string body = json::serialize(json::object{
+        {"model", "claude-sonnet-4-5"},
+        {"messages", json::array{json::object{
+                         {"role", "user"},
+                         {"content", std::to_string(i) + std::string(size, 'x')}}}}});
+    cache.Keep(body, *cache.Parse(Api::kAnthropic, body, ParseAnthropicRequest));
+  }
+  EXPECT_EQ(cache.entries(), 2u);
+  // One alone over the bound is never kept.
+  const std::string huge = json::serialize(json::object{
+      {"model", "m"},
+      {"messages", json::array{json::object{
+                       {"role", "user"},
+                       {"content", std::string(ParseCache::kMaxBytes / ParseCache::kMemoryPerByte, 'y')}}}}});
+  ParseCache alone;
+  alone.Keep(huge, *alone.Parse(Api::kAnthropic, huge, ParseAnthropicRequest));
+  EXPECT_EQ(alone.entries(), 0u);
+}
+
 }  // namespace
 }  // namespace missy::proxy
