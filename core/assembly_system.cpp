@@ -6,29 +6,16 @@
 #include <utility>
 
 #include "core/assembly_state.h"
+#include "core/system_sections.h"
 #include "core/truncation.h"
 
 namespace missy::assembly {
 namespace {
 
-constexpr char kMemoryHeading[] = "## Relevant Memory";
-constexpr char kLearningsHeading[] = "## Past Learnings";
-
-std::string JoinSystem(const std::string& base, const std::string& memory,
-                       const std::string& learnings) {
-  std::string out = base;
-  for (const std::string* section : {&memory, &learnings}) {
-    if (section->empty()) continue;
-    if (!out.empty()) out += "\n\n";
-    out += *section;
-  }
-  return out;
-}
-
 // What the system message costs with these sections (0: no system message).
 int64_t SystemCost(const AssemblyState& s, const std::string& memory,
                    const std::string& learnings) {
-  const std::string joined = JoinSystem(s.in.system_prompt, memory, learnings);
+  const std::string joined = JoinSystemSections(s.in.system_prompt, memory, learnings);
   return joined.empty() ? 0 : s.counter.CountMessage(Message::System(joined));
 }
 
@@ -56,7 +43,7 @@ size_t LongestFittingPrefix(std::string_view text, const Fits& fits) {
 std::string MemorySection(AssemblyState& s) {
   ContextReport& r = s.ctx.report;
   if (s.in.memory.empty() || r.memory_budget <= 0) return "";
-  std::string section = kMemoryHeading;
+  std::string section(kMemoryHeading);
   auto cost_of = [&](const std::string& m) { return SystemCost(s, m, "") - s.base_system_cost; };
   if (cost_of(section) < r.memory_budget) {
     for (const MemoryHit& hit : s.in.memory) {
@@ -88,18 +75,13 @@ std::string LearningsSection(AssemblyState& s, const std::string& memory_section
   ContextReport& r = s.ctx.report;
   if (s.in.learnings.empty() || r.learnings_budget <= 0) return "";
   const int64_t cost_with_memory = SystemCost(s, memory_section, "");
-  std::string section = kLearningsHeading;
+  std::string section(kLearningsHeading);
   auto cost_of = [&](const std::string& l) {
     return SystemCost(s, memory_section, l) - cost_with_memory;
   };
   for (const Learning& l : s.in.learnings) {
     if (r.learnings_items >= s.in.max_learnings) break;
-    std::string candidate = section + "\n- ";
-    if (!l.task_type.empty() || !l.outcome.empty()) {
-      candidate += "[" + l.task_type + (l.task_type.empty() || l.outcome.empty() ? "" : ", ") +
-                   l.outcome + "] ";
-    }
-    candidate += l.lesson;
+    std::string candidate = section + std::string(kSectionItem) + LearningLine(l);
     if (cost_of(candidate) <= r.learnings_budget) {
       section = std::move(candidate);
       ++r.learnings_items;
@@ -123,7 +105,7 @@ void AddMemoryAndLearnings(AssemblyState& s) {
   const std::string memory_section = MemorySection(s);
   r.learnings_budget = std::min(b.LearningsBudget(r.available), room_after_tail - r.memory_tokens);
   const std::string learnings_section = LearningsSection(s, memory_section);
-  s.ctx.system = JoinSystem(s.in.system_prompt, memory_section, learnings_section);
+  s.ctx.system = JoinSystemSections(s.in.system_prompt, memory_section, learnings_section);
   r.system_message_tokens =
       s.ctx.system.empty() ? 0 : s.counter.CountMessage(Message::System(s.ctx.system));
   // What the system side costs: measured message, or the reserve plus our sections.

@@ -13,10 +13,7 @@ namespace missy {
 
 namespace {
 
-constexpr std::string_view kMemoryHeading = "## Relevant Memory";
-constexpr std::string_view kLearningsHeading = "## Past Learnings";
 constexpr std::string_view kEllipsis = "…";
-constexpr std::string_view kItem = "\n- ";
 
 std::string Hash16(std::string_view text) { return Sha256Hex(text).substr(0, 16); }
 std::string Hash8(std::string_view text) { return Sha256Hex(text).substr(0, 8); }
@@ -93,10 +90,10 @@ std::string ComposeLearnings(const ContextInput& in, int64_t items, const std::s
   int64_t n = 0;
   for (const Learning& l : in.learnings) {
     if (n >= items) break;
-    const std::string line = std::string(kItem) + LearningLine(l);
+    const std::string line = std::string(kSectionItem) + LearningLine(l);
     const size_t end = pos + line.size();
     if (StartsWithAt(system, pos, line) &&
-        (end == system.size() || StartsWithAt(system, end, kItem))) {
+        (end == system.size() || StartsWithAt(system, end, kSectionItem))) {
       learnings += line;
       pos = end;
       ++n;
@@ -174,26 +171,6 @@ std::optional<std::string> ApplyCut(std::string_view original, const TextCut& cu
   out += cut.middle;
   out += original.substr(original.size() - tail);
   return out;
-}
-
-std::string JoinSystemSections(const std::string& base, const std::string& memory,
-                               const std::string& learnings) {
-  std::string out = base;
-  for (const std::string* section : {&memory, &learnings}) {
-    if (section->empty()) continue;
-    if (!out.empty()) out += "\n\n";
-    out += *section;
-  }
-  return out;
-}
-
-std::string LearningLine(const Learning& l) {
-  std::string out;
-  if (!l.task_type.empty() || !l.outcome.empty()) {
-    out += "[" + l.task_type + (l.task_type.empty() || l.outcome.empty() ? "" : ", ") + l.outcome +
-           "] ";
-  }
-  return out + l.lesson;
 }
 
 ContextComposition Compose(const ContextInput& in, const std::vector<StoredMessage>& window,
@@ -297,7 +274,7 @@ RebuiltMessage RebuildSystem(const SystemComposition& sc, const RebuildSources& 
     }
     if (!item.hash.empty() && Hash8(*text) != item.hash) r.changed_ids.push_back(item.id);
     if (memory.empty()) memory = kMemoryHeading;
-    memory += kItem;
+    memory += kSectionItem;
     if (item.keep >= 0 && static_cast<size_t>(item.keep) <= text->size()) {
       memory += text->substr(0, static_cast<size_t>(item.keep));
       memory += kEllipsis;
@@ -316,7 +293,7 @@ RebuiltMessage RebuildSystem(const SystemComposition& sc, const RebuildSources& 
     const std::string line = LearningLine(*l);
     if (!item.hash.empty() && Hash8(line) != item.hash) r.changed_ids.push_back(item.id);
     if (learnings.empty()) learnings = kLearningsHeading;
-    learnings += kItem;
+    learnings += kSectionItem;
     learnings += line;
   }
   r.message = Message::System(JoinSystemSections(base, memory, learnings));

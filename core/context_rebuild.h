@@ -23,6 +23,7 @@
 #include "core/context_types.h"
 #include "core/message.h"
 #include "core/status.h"
+#include "core/system_sections.h"  // JoinSystemSections, LearningLine
 
 namespace missy {
 
@@ -120,11 +121,5 @@ struct RebuiltMessage {
 // context whose sources are unchanged gives its message list exactly.
 std::vector<RebuiltMessage> Rebuild(const ContextComposition& c, const RebuildSources& sources);
 
-// The enriched system message's text (base prompt, "## Relevant Memory", "## Past
-// Learnings"), as the assembler joins it.
-std::string JoinSystemSections(const std::string& base, const std::string& memory,
-                               const std::string& learnings);
-// "- [task_type, outcome] lesson" without the "- ": a learning's line in the system message.
-std::string LearningLine(const Learning& l);
 
 }  // namespace missy
