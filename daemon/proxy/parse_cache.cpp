@@ -203,8 +203,6 @@ Result<ParsedBody> ParseCache::Parse(Api api, std::string_view body, FullParse p
         out.list_open = kept.parsed.list_open;
         out.spans = std::move(spans);
         out.reused = reuse - leading;
-        out.fixed_key = std::move(kept.parsed.fixed_key);
-        out.fixed_tokens = kept.parsed.fixed_tokens;
         return out;
       }
     }

@@ -36,10 +36,6 @@ struct ParsedBody {
   size_t list_open = std::string_view::npos;   // offset of the message list's '['
   std::vector<std::pair<size_t, size_t>> spans;  // [begin, end) of each list element
   size_t reused = 0;  // messages taken from the previous parse (0: parsed whole)
-  // The count of the request's tools and other fields, and what it was counted from: a
-  // next turn with the same ones (the usual case) is not counted again.
-  std::string fixed_key;
-  int64_t fixed_tokens = -1;
 };
 
 // Where the top-level member `key`'s array opens in a JSON object's text, and the

@@ -163,10 +163,13 @@ Status AppendBatch(Services& s, Conversation& c, std::span<const NativeMessage> 
   return Status::Ok();
 }
 
-// Tool definitions and the request's other fields, as the budget counts them; `memo`
-// (may be null) holds the last count and what it was of.
-int64_t FixedTokens(const DaemonConfig& config, Services& s, const ParsedRequest& request,
-                    ParsedBody* memo) {
+// Tool definitions and the request's other fields, as the budget counts them (the same
+// long tool list turn after turn is counted once: the tokenizer keeps large texts' counts).
+int64_t FixedTokens(const DaemonConfig& config, Services& s, const ParsedRequest& request) {
+  Session probe;
+  probe.model = request.model;
+  MessageTokenCounter counter = CounterFor(config, s.deps.tokenizers, probe);
+  int64_t tokens = request.tools_json == "[]" ? 0 : counter.CountToolDefinitions(request.tools_json);
   json::object rest;
   for (const auto& [key, value] : request.body) {
     if (key == "messages" || key == "system" || key == "tools" || key == "model" ||
@@ -175,36 +178,18 @@ int64_t FixedTokens(const DaemonConfig& config, Services& s, const ParsedRequest
     }
     rest[key] = value;
   }
-  const std::string rest_json = rest.empty() ? std::string() : json::serialize(rest);
-  // A reloaded configuration (another tokenizer for the model) is another object.
-  std::string key = std::to_string(reinterpret_cast<uintptr_t>(&config)) + '\0' + request.model;
-  key.push_back('\0');
-  key += request.tools_json;
-  key.push_back('\0');
-  key += rest_json;
-  if (memo != nullptr && memo->fixed_tokens >= 0 && memo->fixed_key == key) {
-    return memo->fixed_tokens;
-  }
-  Session probe;
-  probe.model = request.model;
-  MessageTokenCounter counter = CounterFor(config, s.deps.tokenizers, probe);
-  int64_t tokens = request.tools_json == "[]" ? 0 : counter.CountToolDefinitions(request.tools_json);
-  if (!rest_json.empty()) tokens += counter.CountText(rest_json);
-  if (memo != nullptr) {
-    memo->fixed_key = std::move(key);
-    memo->fixed_tokens = tokens;
-  }
+  if (!rest.empty()) tokens += counter.CountText(json::serialize(rest));
   return tokens;
 }
 
 // The context request for what the agent asked: its system prompt and fixed fields
 // counted, the model's window, its max_tokens as the output's reserve.
 ContextRequest ContextFor(const DaemonConfig& config, Services& s, const ParsedRequest& request,
-                          const std::string& session_id, ParsedBody* memo = nullptr) {
+                          const std::string& session_id) {
   ContextRequest context;
   context.session_id = session_id;
   context.system_prompt = request.system_text;
-  context.tool_tokens = FixedTokens(config, s, request, memo);
+  context.tool_tokens = FixedTokens(config, s, request);
   if (std::optional<ModelSpec> spec = config.models.Lookup(request.model)) {
     context.context_window = spec->context_window;
     // The request's max_tokens is the output's reserve, but never more than three quarters
@@ -349,8 +334,7 @@ void ProxyService::Managed(Call& call, Api api_kind) {
   }
 
   // 4. The context for the request's model: its window, its max_tokens as the output.
-  ContextRequest context =
-      ContextFor(*call.config, s, request, conversation.session_id, &*parsed);
+  ContextRequest context = ContextFor(*call.config, s, request, conversation.session_id);
   const auto build = [&](ContextRequest r) { return BuildContext(s, std::move(r)); };
   Result<ContextOutcome> built = build(context);
   if (!built.ok()) {
