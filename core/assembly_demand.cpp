@@ -40,8 +40,9 @@ void SanitizeHistory(AssemblyState& s) {
   const MessageAt at = [&](size_t i) -> const Message& {
     return i < n_hist ? in.history[i].message : *in.new_message;
   };
-  SanitizeResult sanitized = SanitizeForProvider(n_all, at);
   s.folded = in.folded != nullptr && !in.folded->empty() ? in.folded : nullptr;
+  SanitizeResult sanitized =
+      SanitizeForProvider(n_all, at, s.folded != nullptr ? s.folded->end_state() : SanitizeStart{});
   if (s.folded != nullptr) r.sanitized = s.folded->sanitized();
   for (const DroppedMessage& d : sanitized.dropped) {
     r.sanitized.push_back({d.index < n_hist ? in.history[d.index].seq : 0, d.tool_call_id,

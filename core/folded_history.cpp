@@ -34,7 +34,8 @@ void FoldedHistory::Fold(std::span<const StoredMessage> messages,
   if (messages.empty()) return;
   memo_key_.reset();
   SanitizeResult s = SanitizeForProvider(
-      messages.size(), [&](size_t i) -> const Message& { return messages[i].message; });
+      messages.size(), [&](size_t i) -> const Message& { return messages[i].message; },
+      end_state());
   int64_t rank = kept_count();
   size_t k = 0;
   messages_.reserve(messages_.size() + messages.size());
@@ -61,6 +62,13 @@ void FoldedHistory::Fold(std::span<const StoredMessage> messages,
     sanitized_.push_back({messages[d.index].seq, std::move(d.tool_call_id),
                           std::string(DropReasonName(d.reason)), std::move(d.detail)});
   }
+}
+
+SanitizeStart FoldedHistory::end_state() const {
+  for (auto it = messages_.rbegin(); it != messages_.rend(); ++it) {
+    if (it->kept) return SanitizeStart{true, it->role};
+  }
+  return SanitizeStart{};
 }
 
 void FoldedHistory::Unfold(int64_t first_seq) {

@@ -3,12 +3,14 @@
 // flags and whether the read-time sanitizer keeps them), so that a context costs what
 // its kept window costs, not what the whole stored history costs.
 //
-// A folded part always ends right before a safe cut (IsSafeFoldCut: a user, system or
-// plain assistant message) or at the end of the history: the read-time sanitizer keeps
-// such a message whatever came before and its state after it is the same, so sanitizing
-// the folded part alone gives exactly the decisions a pass over the whole history gives
-// there, and the part after it can be sanitized alone too. Not thread-safe (Stats memoizes): its
-// owner serialises use, as a session's queue does for the cached history.
+// A folded part always ends right before a safe cut (IsSafeFoldCut: a group start, any
+// message but a tool result) or at the end of the history: the read-time sanitizer
+// closes the group before such a message whatever it holds, so sanitizing the folded
+// part alone gives exactly the decisions a pass over the whole history gives there, and
+// the part after it, sanitized from the folded part's end_state() (the last kept
+// message's role, which decides whether an assistant tool call there has a valid
+// predecessor), gives the rest. Not thread-safe (Stats memoizes): its owner serialises
+// use, as a session's queue does for the cached history.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +23,7 @@
 
 #include "core/message.h"
 #include "core/pruning.h"
+#include "core/sanitizer.h"
 #include "core/token_counter.h"
 
 namespace missy {
@@ -45,11 +48,10 @@ struct FoldedMessage {
   int64_t kept_rank = 0;  // kept messages before this one
 };
 
-// Whether a history may be folded right before `m`: not a tool result, not an assistant
-// message with tool calls.
-inline bool IsSafeFoldCut(const Message& m) {
-  return m.role != Role::kTool && !(m.role == Role::kAssistant && m.HasToolCalls());
-}
+// Whether a history may be folded right before `m`: at a group start (not a tool result).
+// The read-time sanitizer closes the group before it there, and carries only the role of
+// the last kept message across (SanitizeStart: the folded part's end_state()).
+inline bool IsSafeFoldCut(const Message& m) { return m.role != Role::kTool; }
 
 // Merged, sorted, inclusive seq ranges (of summaries).
 using SeqRanges = std::vector<std::pair<int64_t, int64_t>>;
@@ -107,6 +109,8 @@ class FoldedHistory {
   bool has_kept_user() const { return kept_users_ > 0; }
   const std::vector<FoldedMessage>& messages() const { return messages_; }
   const std::vector<SanitizedItem>& sanitized() const { return sanitized_; }
+  // The sanitizer's state after the folded messages (what the window's pass starts from).
+  SanitizeStart end_state() const;
   size_t ApproxBytes() const;
 
   // Computed in one pass, memoized for the last key (recomputed after Fold/Unfold/AddFlags).

@@ -93,21 +93,27 @@ void HistoryWindow::AddFlags(const std::vector<int64_t>& seqs, uint32_t flags) {
   if (!older.empty()) folded_.AddFlags(older, flags);
 }
 
-bool HistoryWindow::Fold(const MessageTokenCounter& counter) {
+bool HistoryWindow::Fold(const MessageTokenCounter& counter, int64_t shown_from) {
   const WindowKeep& keep = keep_;
   const auto n = static_cast<int64_t>(window_.size());
   if (static_cast<double>(n) <= keep.slack * static_cast<double>(keep.messages)) return false;
-  if (static_cast<double>(window_cost_) <= keep.slack * static_cast<double>(keep.tokens)) {
-    return false;
+  size_t cut = 0;
+  if (static_cast<double>(window_cost_) > keep.slack * static_cast<double>(keep.tokens)) {
+    // The newest messages that cost at least keep.tokens and number at least
+    // keep.messages.
+    int64_t cost = 0;
+    cut = window_.size();
+    while (cut > 0 &&
+           (cost < keep.tokens || static_cast<int64_t>(window_.size() - cut) < keep.messages)) {
+      cost += Cost(window_[--cut]);
+    }
   }
-  // The newest messages that cost at least keep.tokens and number at least keep.messages,
-  // extended back to a safe cut.
-  int64_t cost = 0;
-  size_t cut = window_.size();
-  while (cut > 0 &&
-         (cost < keep.tokens || static_cast<int64_t>(window_.size() - cut) < keep.messages)) {
-    cost += Cost(window_[--cut]);
+  if (shown_from > window_.front().seq) {
+    // Seqs are consecutive: the window's index of shown_from is a subtraction.
+    const int64_t before = std::min(shown_from - window_.front().seq, n - keep.messages);
+    if (before >= n - before) cut = std::max(cut, static_cast<size_t>(before));
   }
+  // Extended back to a safe cut.
   while (cut > 0 && !IsSafeFoldCut(window_[cut].message)) --cut;
   if (cut == 0) return false;
   folded_.Fold(std::span<const StoredMessage>(window_.data(), cut), counter);

@@ -61,7 +61,12 @@ class HistoryWindow {
   void AddFlags(const std::vector<int64_t>& seqs, uint32_t flags);
   // Folds the oldest window messages once the window holds more than keep().slack times
   // keep(), down to about keep(), at a safe cut. Returns whether it folded anything.
-  bool Fold(const MessageTokenCounter& counter);
+  // `shown_from` (0: none) is the first seq a context may show while the eviction anchor
+  // holds: the messages before it are folded too, once they are at least as many as the
+  // ones after it (a fold is a sanitizer pass over what it folds: amortised), keeping
+  // keep().messages. A context that reaches back past it (the anchor reset) widens the
+  // window again (needs_more_history), as for any folded part.
+  bool Fold(const MessageTokenCounter& counter, int64_t shown_from = 0);
   // Where to load content from to widen the window: the seq of a safe cut among the
   // folded messages that about doubles the window (the first seq when there is none).
   // 0 when nothing is folded.

@@ -49,12 +49,12 @@ int FindId(const std::vector<std::string>& ids, std::string_view id) {
 
 }  // namespace
 
-SanitizeResult SanitizeForProvider(size_t n, const MessageAt& at) {
+SanitizeResult SanitizeForProvider(size_t n, const MessageAt& at, SanitizeStart start) {
   SanitizeResult out;
   out.kept.reserve(n);
   PendingGroup group;
-  bool have_last = false;
-  Role last_kept_role = Role::kUser;
+  bool have_last = start.have_last;
+  Role last_kept_role = start.last_kept_role;
 
   auto drop = [&](size_t index, std::string id, DropReason reason, std::string detail) {
     out.dropped.push_back({index, std::move(id), reason, std::move(detail)});

@@ -58,7 +58,16 @@ struct SanitizeResult {
   std::vector<DroppedMessage> dropped;  // in index order
 };
 
-SanitizeResult SanitizeForProvider(size_t n, const MessageAt& at);
+// What the sanitizer knew of the messages before the ones it reads: whether one was kept,
+// and the role of the last kept one (the only state a pass carries across a group start).
+// Reading a history in parts, each part starting at a group start, with the state the
+// parts before it left gives the decisions one pass over the whole history gives.
+struct SanitizeStart {
+  bool have_last = false;
+  Role last_kept_role = Role::kUser;
+};
+
+SanitizeResult SanitizeForProvider(size_t n, const MessageAt& at, SanitizeStart start = {});
 SanitizeResult SanitizeForProvider(std::span<const Message> messages);
 // Convenience: the kept messages themselves.
 std::vector<Message> SanitizeMessages(std::span<const Message> messages,

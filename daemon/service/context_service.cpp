@@ -414,7 +414,9 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
   const int64_t next_seq = entry->last_seq() + 1;
   std::string composition =
       assembled.ok() ? ComposeRecord(input, entry->window(), *assembled, next_seq) : "";
-  entry->Fold(p->counter);
+  // The messages before the anchor this context leaves (its first kept one) are shown by
+  // no context while it holds: they keep no content in memory.
+  entry->Fold(p->counter, assembled.ok() ? assembled->report.first_kept_seq : 0);
   history_.Recharge(id);
   if (!assembled.ok()) {
     release();

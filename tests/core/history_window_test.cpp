@@ -71,6 +71,42 @@ TEST(HistoryWindowTest, FoldsAtSafeCutsKeepingTheNewestPart) {
   EXPECT_EQ(w.folded().messages().back().seq + 1, w.window().front().seq);
 }
 
+// An autonomous agent's loop: one user message, then only calls and their results, small
+// enough that the window's cost never asks for a fold.
+TEST(HistoryWindowTest, FoldsWhatNoContextShowsBeforeTheAnchor) {
+  const MessageTokenCounter counter = BytesCounter();
+  std::vector<Message> conv{Message::User("fix the build")};
+  for (int t = 0; t < 200; ++t) {
+    const std::string id = "call_" + std::to_string(t);
+    conv.push_back(Message::AssistantCalls({{id, "function", "bash", "{}"}}));
+    conv.push_back(Message::ToolResult(id, "ok", "bash"));
+  }
+  const std::vector<StoredMessage> all = Store(conv, counter);
+  WindowKeep keep = SmallKeep();
+  keep.tokens = 100000;
+  HistoryWindow w;
+  w.set_keep(keep);
+  ASSERT_TRUE(w.Append(all));
+  EXPECT_FALSE(w.Fold(counter));  // 401 messages cost far less than twice keep.tokens
+  // The anchor in the first half: what comes before it is fewer than what follows.
+  EXPECT_FALSE(w.Fold(counter, 150));
+  EXPECT_EQ(w.window().size(), 401u);
+  // The anchor at a tool result (seq 301): folded up to the call before it, a group start.
+  ASSERT_TRUE(w.Fold(counter, 301));
+  EXPECT_EQ(w.window().front().seq, 300);
+  EXPECT_TRUE(w.window().front().message.HasToolCalls());
+  EXPECT_EQ(w.folded().messages().back().seq, 299);
+  EXPECT_EQ(w.folded().end_state().last_kept_role, Role::kTool);
+  EXPECT_EQ(w.task()->message.text, "fix the build");  // the task stays known
+  // Never below keep.messages, however far the anchor is.
+  HistoryWindow near_end;
+  near_end.set_keep(keep);
+  ASSERT_TRUE(near_end.Append(all));
+  ASSERT_TRUE(near_end.Fold(counter, 401));
+  EXPECT_GE(near_end.window().size(), 8u);
+  EXPECT_LE(near_end.window().size(), 9u);
+}
+
 TEST(HistoryWindowTest, UnfoldGivesTheSameMessagesBack) {
   const MessageTokenCounter counter = BytesCounter();
   const std::vector<StoredMessage> all = Session(40, counter);
@@ -83,9 +119,9 @@ TEST(HistoryWindowTest, UnfoldGivesTheSameMessagesBack) {
   ASSERT_GT(from, 0);
   const int64_t to = w.window().front().seq - 1;
   // Not a safe cut, not ending right before the window: refused, nothing changed.
-  size_t call = static_cast<size_t>(from);
-  while (!all[call].message.HasToolCalls()) ++call;
-  EXPECT_FALSE(w.Unfold({all.begin() + static_cast<long>(call), all.begin() + to}).ok());
+  size_t result = static_cast<size_t>(from);
+  while (all[result].message.role != Role::kTool) ++result;
+  EXPECT_FALSE(w.Unfold({all.begin() + static_cast<long>(result), all.begin() + to}).ok());
   EXPECT_FALSE(w.Unfold({all.begin() + from - 1, all.begin() + to - 1}).ok());
   EXPECT_EQ(w.window().size(), window_before);
   ASSERT_TRUE(w.Unfold({all.begin() + from - 1, all.begin() + to}).ok());

@@ -80,6 +80,48 @@ TEST(SanitizerTest, PicoClawReferenceCasesAndRelatives) {
   }
 }
 
+// A history read in two parts, split at any group start, the second part starting from
+// the state the first left (what a folded history does), keeps and drops what one pass
+// over the whole keeps and drops.
+TEST(SanitizerTest, TwoPartsFromTheFirstPartsStateEqualOnePass) {
+  const char* const inputs[] = {
+      "u aTC(A) t(A) a",          "u a aTC(A) t(A)",          "aTC(A) t(A) u",
+      "u aTC(A,B) t(A) u a",      "u aTC(A) t(A) aTC(B) t(B) aTC(C) t(C)",
+      "u aTC(A) aTC(B) t(B) a",   "s aTC(A) t(A) a aTC(B) t(B)",
+      "u aTC(A) t(A) t(A) aTC(A) t(A)"};
+  int splits = 0;
+  for (const char* input : inputs) {
+    SCOPED_TRACE(input);
+    const std::vector<Message> conv = Conv(input);
+    const SanitizeResult whole = SanitizeForProvider(conv);
+    for (size_t cut = 1; cut < conv.size(); ++cut) {
+      if (conv[cut].role == Role::kTool) continue;  // not a group start
+      SCOPED_TRACE("cut " + std::to_string(cut));
+      const SanitizeResult first = SanitizeForProvider(std::span(conv).first(cut));
+      SanitizeStart start;
+      if (!first.kept.empty()) start = {true, conv[first.kept.back()].role};
+      const SanitizeResult second = SanitizeForProvider(
+          conv.size() - cut, [&](size_t i) -> const Message& { return conv[cut + i]; }, start);
+      std::vector<size_t> kept = first.kept;
+      for (size_t i : second.kept) kept.push_back(cut + i);
+      EXPECT_EQ(kept, whole.kept);
+      std::vector<std::string> reasons;
+      for (const auto* part : {&first, &second}) {
+        for (const DroppedMessage& d : part->dropped) {
+          reasons.push_back(std::string(DropReasonName(d.reason)));
+        }
+      }
+      std::vector<std::string> whole_reasons;
+      for (const DroppedMessage& d : whole.dropped) {
+        whole_reasons.push_back(std::string(DropReasonName(d.reason)));
+      }
+      EXPECT_EQ(reasons, whole_reasons);
+      ++splits;
+    }
+  }
+  EXPECT_EQ(splits, 19);  // every group start of the inputs above
+}
+
 TEST(SanitizerTest, DropDetailsNameTheIdAndIndex) {
   std::vector<DroppedMessage> dropped;
   (void)SanitizeMessages(Conv("u aTC(call_1,call_2) t(call_1) u"), &dropped);
