@@ -27,10 +27,15 @@ std::string SystemSuffix(const std::string& enriched, const std::string& agent) 
 }  // namespace
 
 Outgoing MapContext(const AssembledContext& ctx, const std::vector<NativeMessage>& natives,
-                    const std::vector<ProxyNativeRow>& rows, const std::string& agent_system) {
+                    const std::vector<ProxyNativeRow>& rows, const std::string& agent_system,
+                    std::optional<size_t> new_index) {
   Outgoing out;
-  const size_t n_hist = std::min(ctx.kept_seqs.size(), ctx.messages.size());
-  const size_t prefix = ctx.messages.size() - n_hist;
+  // The new message, when the context holds it, is its last message.
+  const bool has_new = new_index && *new_index < natives.size() &&
+                       !ctx.report.new_message_dropped && !ctx.messages.empty();
+  const size_t n_messages = ctx.messages.size() - (has_new ? 1 : 0);
+  const size_t n_hist = std::min(ctx.kept_seqs.size(), n_messages);
+  const size_t prefix = n_messages - n_hist;
   size_t i = 0;
   if (prefix > 0 && ctx.messages[0].role == Role::kSystem) {
     // What the engine added to the agent's system prompt (memory, learnings) goes out as
@@ -73,6 +78,15 @@ Outgoing MapContext(const AssembledContext& ctx, const std::vector<NativeMessage
       out.items.push_back(OutItem{OutItem::Kind::kNative, row, {}});
     } else {
       out.items.push_back(OutItem{OutItem::Kind::kRewritten, row, std::move(kept)});
+    }
+  }
+  if (has_new) {
+    const Message& m = ctx.messages.back();
+    const NativeMessage& native = natives[*new_index];
+    if (native.engine.size() == 1 && m == native.engine[0]) {
+      out.items.push_back(OutItem{OutItem::Kind::kNative, *new_index, {}});
+    } else {
+      out.items.push_back(OutItem{OutItem::Kind::kRewritten, *new_index, {m}});  // cut
     }
   }
   return out;

@@ -7,6 +7,7 @@
 // agent's). Pure.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,11 @@
 namespace missy::proxy {
 
 // `natives[i]` is stored as the engine messages rows[i].first_seq .. + rows[i].seq_count;
-// `agent_system` is the system prompt the context was built with. `ctx` holds no new
-// message (everything the agent sent was appended first).
+// `agent_system` is the system prompt the context was built with. `new_index`: the
+// context was built with natives[*new_index] (one engine message, not stored yet) as its
+// new message; unset: everything the agent sent was stored first.
 Outgoing MapContext(const AssembledContext& ctx, const std::vector<NativeMessage>& natives,
-                    const std::vector<ProxyNativeRow>& rows, const std::string& agent_system);
+                    const std::vector<ProxyNativeRow>& rows, const std::string& agent_system,
+                    std::optional<size_t> new_index = std::nullopt);
 
 }  // namespace missy::proxy

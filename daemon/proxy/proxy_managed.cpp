@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/json.hpp>
+#include <future>
 #include <optional>
 #include <span>
 
@@ -99,29 +100,22 @@ Status EnsureSession(Services& s, Conversation& c, const ParsedRequest& request)
   return Status::Ok();
 }
 
-Status AppendBatch(Services& s, Conversation& c, std::span<const NativeMessage> natives);
+// One batch of native messages on its way to the store: its engine messages and their
+// rows commit together; the conversation learns the rows when it is finished.
+struct AppendInFlight {
+  std::future<AppendOutcome> outcome;
+  std::shared_ptr<std::vector<ProxyNativeRow>> rows;
+  bool finished = true;
+};
 
-// Appends `natives` as the conversation's messages c.rows.size() on, in batches of at
-// most SessionService::kMaxBatch engine messages (a first request of 10,000 messages and
-// more is stored in a few commits; each batch's rows are committed with its messages).
-Status AppendNatives(Services& s, Conversation& c, std::span<const NativeMessage> natives) {
-  size_t begin = 0;
-  while (begin < natives.size()) {
-    size_t end = begin;
-    size_t engine = 0;
-    while (end < natives.size() &&
-           (end == begin || engine + natives[end].engine.size() <= SessionService::kMaxBatch)) {
-      engine += natives[end++].engine.size();
-    }
-    MISSY_RETURN_IF_ERROR(AppendBatch(s, c, natives.subspan(begin, end - begin)));
-    begin = end;
-  }
-  return Status::Ok();
-}
-
-// One batch: its engine messages, and their rows in the same commit.
-Status AppendBatch(Services& s, Conversation& c, std::span<const NativeMessage> natives) {
-  if (natives.empty()) return Status::Ok();
+// Starts storing `natives` as the conversation's messages c.rows.size() on (they must
+// outlive FinishAppend).
+AppendInFlight StartAppend(Services& s, const Conversation& c,
+                           std::span<const NativeMessage> natives) {
+  AppendInFlight in_flight;
+  in_flight.rows = std::make_shared<std::vector<ProxyNativeRow>>();
+  if (natives.empty()) return in_flight;
+  in_flight.finished = false;
   const size_t from = c.rows.size();
   AppendRequest append;
   append.session_id = c.session_id;
@@ -130,10 +124,9 @@ Status AppendBatch(Services& s, Conversation& c, std::span<const NativeMessage> 
     counts.push_back(n.engine.size());
     for (const Message& m : n.engine) append.messages.push_back(m);
   }
-  auto rows = std::make_shared<std::vector<ProxyNativeRow>>();
   const ProxyKey key{c.session_id, c.branches};
-  const std::string conversation_key = c.key;
-  append.also_write = [&, rows, counts, from, key, conversation_key](
+  append.also_write = [&s, natives, rows = in_flight.rows, counts, from, key,
+                       conversation_key = c.key](
                           Txn& txn, const std::vector<StoredMessage>& stored) -> Status {
     size_t k = 0;
     for (size_t j = 0; j < counts.size(); ++j) {
@@ -149,17 +142,42 @@ Status AppendBatch(Services& s, Conversation& c, std::span<const NativeMessage> 
     MISSY_RETURN_IF_ERROR(s.deps.stores->proxy.Append(txn, key.session_id, *rows));
     return s.deps.stores->proxy.SetKey(txn, conversation_key, key);
   };
-  std::promise<AppendOutcome> promise;
-  auto future = promise.get_future();
+  auto promise = std::make_shared<std::promise<AppendOutcome>>();
+  in_flight.outcome = promise->get_future();
   s.sessions.Append(std::move(append),
-                    [&promise](AppendOutcome out) { promise.set_value(std::move(out)); });
-  AppendOutcome out = future.get();
+                    [promise](AppendOutcome out) { promise->set_value(std::move(out)); });
+  return in_flight;
+}
+
+// Waits for the batch's commit; the conversation then holds its rows (idempotent).
+Status FinishAppend(Conversation& c, AppendInFlight& in_flight) {
+  if (in_flight.finished) return Status::Ok();
+  in_flight.finished = true;
+  AppendOutcome out = in_flight.outcome.get();
   if (!out.status.ok()) return out.status;
-  for (ProxyNativeRow& r : *rows) {
+  for (ProxyNativeRow& r : *in_flight.rows) {
     r.native.clear();
     c.rows.push_back(std::move(r));
   }
   if (!c.rows.empty()) c.last_seq = c.rows.back().first_seq + c.rows.back().seq_count - 1;
+  return Status::Ok();
+}
+
+// Appends `natives` in batches of at most SessionService::kMaxBatch engine messages (a
+// first request of 10,000 messages and more is stored in a few commits).
+Status AppendNatives(Services& s, Conversation& c, std::span<const NativeMessage> natives) {
+  size_t begin = 0;
+  while (begin < natives.size()) {
+    size_t end = begin;
+    size_t engine = 0;
+    while (end < natives.size() &&
+           (end == begin || engine + natives[end].engine.size() <= SessionService::kMaxBatch)) {
+      engine += natives[end++].engine.size();
+    }
+    AppendInFlight batch = StartAppend(s, c, natives.subspan(begin, end - begin));
+    MISSY_RETURN_IF_ERROR(FinishAppend(c, batch));
+    begin = end;
+  }
   return Status::Ok();
 }
 
@@ -317,26 +335,51 @@ void ProxyService::Managed(Call& call, Api api_kind) {
     common = 0;
   }
 
-  // 3. Store what is new (the whole list for a new or branched conversation).
-  Status stored = EnsureSession(s, conversation, request);
-  if (stored.ok()) {
-    stored = AppendNatives(s, conversation,
-                           std::span<const NativeMessage>(request.messages).subspan(common));
-  }
-  if (!stored.ok()) {
-    conversations_.Forget(conversation);
-    return call.Fail(stored.code() == StatusCode::kInvalidArgument ||
-                             stored.code() == StatusCode::kUnprocessable
-                         ? 400
-                         : 500,
-                     "invalid_request_error", "missyd proxy: cannot store the conversation: " +
-                                                  stored.message());
+  // 3. Store what is new (the whole list for a new or branched conversation). One new
+  // message on a stored conversation (a turn of the agent's loop: its tool result, its
+  // next prompt) is stored while its context is built and sent instead: the context takes
+  // it as its new message, the same context as once it is stored.
+  const std::span<const NativeMessage> fresh =
+      std::span<const NativeMessage>(request.messages).subspan(common);
+  bool alongside = !diverged && conversation.exists && conversation.last_seq > 0 &&
+                   fresh.size() == 1 && fresh[0].engine.size() == 1;
+  if (!alongside) {
+    Status stored = EnsureSession(s, conversation, request);
+    if (stored.ok()) stored = AppendNatives(s, conversation, fresh);
+    if (!stored.ok()) {
+      conversations_.Forget(conversation);
+      return call.Fail(stored.code() == StatusCode::kInvalidArgument ||
+                               stored.code() == StatusCode::kUnprocessable
+                           ? 400
+                           : 500,
+                       "invalid_request_error",
+                       "missyd proxy: cannot store the conversation: " + stored.message());
+    }
   }
 
   // 4. The context for the request's model: its window, its max_tokens as the output.
   ContextRequest context = ContextFor(*call.config, s, request, conversation.session_id);
+  if (alongside) context.new_message = fresh[0].engine[0];
   const auto build = [&](ContextRequest r) { return BuildContext(s, std::move(r)); };
   Result<ContextOutcome> built = build(context);
+  // The new message's append, queued behind the context in the session's queue; every
+  // way out of this request waits for it (an agent's answer follows a stored request).
+  AppendInFlight in_flight;
+  if (alongside) in_flight = StartAppend(s, conversation, fresh);
+  std::string store_error;
+  const auto settle = [&] {
+    if (Status st = FinishAppend(conversation, in_flight); !st.ok()) {
+      store_error = st.message();
+      spdlog::warn("proxy: cannot store the new message of session {}: {}",
+                   conversation.session_id, st.message());
+      conversations_.Forget(conversation);
+    }
+    alongside = false;
+  };
+  struct Settled {
+    const std::function<void()> settle;
+    ~Settled() { settle(); }
+  } settled{settle};
   if (!built.ok()) {
     const bool overflow = built.status().code() == StatusCode::kContextOverflow;
     return call.Fail(overflow ? 400 : 500, overflow ? "invalid_request_error" : "api_error",
@@ -356,7 +399,9 @@ void ProxyService::Managed(Call& call, Api api_kind) {
   Outgoing sent;
   bool retried = false;
   for (int attempt = 0;; ++attempt) {
-    sent = MapContext(built->context, request.messages, conversation.rows, request.system_text);
+    sent = MapContext(built->context, request.messages, conversation.rows, request.system_text,
+                      alongside ? std::optional<size_t>(request.messages.size() - 1)
+                                : std::nullopt);
     const std::string body = codec.build(request, sent);
     reader = codec.reader(request.stream);
     out = Relay(*upstream, "POST", headers, body, *call.exchange, reader.get(), request.stream);
@@ -364,6 +409,9 @@ void ProxyService::Managed(Call& call, Api api_kind) {
         !codec.context_length(out.status, out.held_body)) {
       break;
     }
+    settle();  // the compaction sees the new message; the retry's context holds it stored
+    if (!store_error.empty()) break;
+    context.new_message.reset();
     SummarizeRequest compact;
     compact.session_id = conversation.session_id;
     compact.force = true;
@@ -398,7 +446,10 @@ void ProxyService::Managed(Call& call, Api api_kind) {
   std::string answer_state = out.complete ? "complete" : out.client_gone ? "client_gone" : "none";
   int64_t prompt_tokens = 0;
   std::optional<UsageReport> usage;
-  if (out.complete) {
+  settle();
+  if (out.complete && !store_error.empty()) {
+    answer_state = "not_stored";  // it would follow a message that is not stored
+  } else if (out.complete) {
     Result<Rebuilt> answer = reader->Finish();
     if (answer.ok()) {
       prompt_tokens = answer->input_tokens;

@@ -351,7 +351,9 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
   // the prefix changes anyway (no anchor yet, renewed summaries, a moved anchor: below)
   // or when the agent asks with a query of its own.
   std::string query = p->query;
-  if (query.empty() && input.new_message) query = input.new_message->PlainText();
+  if (query.empty() && input.new_message && input.new_message->role == Role::kUser) {
+    query = input.new_message->PlainText();
+  }
   if (query.empty()) query = entry->last_user_text();
   auto search_memory = [&] {
     input.memory.clear();
