@@ -79,7 +79,11 @@ Api::Api(Services& services, std::string version)
 
 void Api::Handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
   ++requests_;
-  router_.Handle(std::move(request), std::move(exchange));
+  // A request that comes once an agent has its answer sees that answer stored.
+  services_.barrier.WhenSettled(
+      [this, request = std::make_shared<HttpRequest>(std::move(request)), exchange]() mutable {
+        router_.Handle(std::move(*request), std::move(exchange));
+      });
 }
 
 HttpResponse Api::HandleSync(HttpRequest request) {

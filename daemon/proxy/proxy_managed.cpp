@@ -441,12 +441,17 @@ void ProxyService::Managed(Call& call, Api api_kind) {
   }
   call.AnswerUnrelayed(out, upstream->base);
 
-  // 6. The answer joins the conversation (before the agent sees its end, with its audit
-  // event: an agent that has its answer finds both); then its usage calibrates the counts.
+  // 6. The agent gets the end of its answer, then the answer joins the conversation with
+  // its audit event (their commit would otherwise hold the last bytes of every stream).
+  // Until both are stored the conversation stays held (the agent's next turn waits) and
+  // the API holds the requests that come (WriteBarrier): whoever has the answer finds it
+  // stored. Then its usage calibrates the counts.
   std::string answer_state = out.complete ? "complete" : out.client_gone ? "client_gone" : "none";
   int64_t prompt_tokens = 0;
   std::optional<UsageReport> usage;
   settle();
+  const WriteBarrier::Ticket ticket = s.barrier.Begin();
+  EndRelayed(out);
   if (out.complete && !store_error.empty()) {
     answer_state = "not_stored";  // it would follow a message that is not stored
   } else if (out.complete) {
@@ -507,7 +512,7 @@ void ProxyService::Managed(Call& call, Api api_kind) {
           .Add("body_read_ms", MsBetween(call.request.head_read_at, call.start))
           .Add("first_byte_ms", out.status != 0 ? MsBetween(call.start, out.head_at) : 0)
           .Add("duration_ms", MsSince(call.start))});
-  EndRelayed(out);
+  s.deps.audit->AfterPending([&barrier = s.barrier, ticket](Status) { barrier.End(ticket); });
   if (usage) {
     (void)Await<UsageOutcome>(
         [&](Done<UsageOutcome> done) { s.usage.Report(*usage, std::move(done)); });

@@ -1,8 +1,9 @@
 // Relay: one upstream call for one agent request. A 2xx answer is streamed to the agent
 // as it arrives (status, headers, then each piece of the body, unchanged), and fed to the
-// AnswerReader that rebuilds the assistant message, except what must wait until that
-// message is stored (EndRelayed): a stream's piece holding its last event, a JSON body
-// whole (an agent that has its answer finds it stored); the next piece is read only once the
+// AnswerReader that rebuilds the assistant message, except what must wait until the
+// caller has settled the request (EndRelayed): a stream's piece holding its last event, a
+// JSON body whole (the agent's request is stored before it has the whole answer); the
+// next piece is read only once the
 // agent's connection has taken the last ones (back-pressure), and an agent that goes away
 // cancels the upstream call. A non-2xx answer is held back whole for the caller, which may
 // retry (a context-length refusal) or pass it on (SendHeld). Blocking: run it on a relay

@@ -22,6 +22,7 @@
 #include "daemon/service/summary_trigger.h"
 #include "daemon/service/usage_service.h"
 #include "daemon/service/worker_pool.h"
+#include "daemon/service/write_barrier.h"
 #include "storage/database.h"
 
 namespace missy {
@@ -73,6 +74,8 @@ struct Services {
   HistoryCache history;
   SessionQueue queue;
   IssuedContexts issued;
+  // Proxied answers the agent has whose commit is on its way: API reads wait for them.
+  WriteBarrier barrier;
   SummaryTrigger trigger;
   SessionService sessions;
   ContextService context;
