@@ -20,8 +20,9 @@ namespace missy {
 
 class CountMemo {
  public:
-  static constexpr size_t kMinBytes = 16 << 10;
-  static constexpr size_t kMaxEntries = 16;
+  // An agent's system prompt alone is 10 to 20 KB (Claude Code's: 16 KB): it must fit.
+  static constexpr size_t kMinBytes = 4 << 10;
+  static constexpr size_t kMaxEntries = 64;
   static constexpr size_t kMaxBytes = 4 << 20;
 
   std::optional<int64_t> Find(std::string_view text) {
