@@ -419,41 +419,40 @@ Result<ParsedRequest> ParseAnthropicRequest(std::string_view body) {
 
 std::string BuildAnthropicRequest(const ParsedRequest& request, const Outgoing& out) {
   const json::object& body = request.body;
-  json::array messages;
+  OutList messages;
   int markers = CountCacheMarkers(body.contains("system") ? body.at("system") : json::value()) +
                 CountCacheMarkers(body.contains("tools") ? body.at("tools") : json::value());
-  std::optional<size_t> last_injected;
+  json::value* last_injected = nullptr;
   for (const OutItem& item : out.items) {
     switch (item.kind) {
       case OutItem::Kind::kNative:
-        messages.push_back(request.messages[item.index].native);
+        messages.Ref(request.messages[item.index].native);
         break;
       case OutItem::Kind::kRewritten:
-        messages.push_back(Rewrite(request.messages[item.index], item.engine));
+        messages.Own(Rewrite(request.messages[item.index], item.engine));
         break;
       case OutItem::Kind::kInjected: {
         json::array blocks;
         for (const Message& m : item.engine) blocks.push_back(TextBlock(m.PlainText()));
-        messages.push_back(json::object{{"role", "user"}, {"content", std::move(blocks)}});
-        last_injected = messages.size() - 1;
+        last_injected =
+            &messages.Own(json::object{{"role", "user"}, {"content", std::move(blocks)}});
         break;
       }
     }
   }
-  if (messages.empty() || Str(messages.front().get_object(), "role") != "user") {
+  if (messages.empty() || Str(messages.items().front()->get_object(), "role") != "user") {
     // The API wants a user message first; the kept history starts with an answer.
-    messages.insert(messages.begin(),
-                    json::object{{"role", "user"},
-                                 {"content", "[earlier conversation left out by missyd to fit "
-                                             "the context window; missyd keeps the originals]"}});
-    if (last_injected) ++*last_injected;
+    messages.Own(json::object{{"role", "user"},
+                              {"content", "[earlier conversation left out by missyd to fit "
+                                          "the context window; missyd keeps the originals]"}},
+                 /*front=*/true);
   }
-  markers += CountCacheMarkers(messages);
-  if (out.mark_injected_for_cache && last_injected && markers < 4) {
-    json::array& blocks = messages[*last_injected].get_object()["content"].get_array();
+  for (const json::value* m : messages.items()) markers += CountCacheMarkers(*m);
+  if (out.mark_injected_for_cache && last_injected != nullptr && markers < 4) {
+    json::array& blocks = last_injected->get_object()["content"].get_array();
     if (!blocks.empty()) blocks.back().get_object()["cache_control"] = {{"type", "ephemeral"}};
   }
-  return SerializeReplacing(body, "messages", std::move(messages));
+  return SerializeReplacing(body, "messages", messages);
 }
 
 std::unique_ptr<AnswerReader> MakeAnthropicReader(bool stream) {

@@ -211,20 +211,20 @@ Result<ParsedRequest> ParseChatRequest(std::string_view body) {
 std::string BuildChatRequest(const ParsedRequest& request, const Outgoing& out) {
   const json::object& body = request.body;
   const json::array& list = request.body.at("messages").get_array();
-  json::array messages;
-  for (size_t i = 0; i < request.leading; ++i) messages.push_back(list[i]);
+  OutList messages;
+  for (size_t i = 0; i < request.leading; ++i) messages.Ref(list[i]);
   for (const OutItem& item : out.items) {
     switch (item.kind) {
       case OutItem::Kind::kNative:
-        messages.push_back(request.messages[item.index].native);
+        messages.Ref(request.messages[item.index].native);
         break;
       case OutItem::Kind::kRewritten:
       case OutItem::Kind::kInjected:
-        for (const Message& m : item.engine) messages.push_back(MessageToJson(m));
+        for (const Message& m : item.engine) messages.Own(MessageToJson(m));
         break;
     }
   }
-  return SerializeReplacing(body, "messages", std::move(messages));
+  return SerializeReplacing(body, "messages", messages);
 }
 
 std::unique_ptr<AnswerReader> MakeChatReader(bool stream) {

@@ -42,4 +42,44 @@ Status TakeNatives(json::array& list, size_t from, ToEngine to_engine,
   return Status::Ok();
 }
 
+namespace {
+
+void AppendList(std::string& out, const OutList& list) {
+  out += '[';
+  bool first = true;
+  for (const boost::json::value* v : list.items()) {
+    if (!first) out += ',';
+    first = false;
+    out += boost::json::serialize(*v);
+  }
+  out += ']';
+}
+
+}  // namespace
+
+std::string SerializeReplacing(const boost::json::object& o, std::string_view key,
+                               const OutList& list) {
+  std::string out = "{";
+  bool replaced = false;
+  for (const auto& [k, v] : o) {
+    if (out.size() > 1) out += ',';
+    out += boost::json::serialize(k);
+    out += ':';
+    if (k == key) {
+      AppendList(out, list);
+      replaced = true;
+    } else {
+      out += boost::json::serialize(v);
+    }
+  }
+  if (!replaced) {
+    if (out.size() > 1) out += ',';
+    out += boost::json::serialize(boost::json::string_view(key));
+    out += ':';
+    AppendList(out, list);
+  }
+  out += '}';
+  return out;
+}
+
 }  // namespace missy::proxy

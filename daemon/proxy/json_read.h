@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 #include <cstdint>
+#include <deque>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -41,25 +43,36 @@ using ToEngine = Result<std::vector<Message>> (*)(const boost::json::value&, std
 Status TakeNatives(boost::json::array& list, size_t from, ToEngine to_engine,
                    std::vector<NativeMessage>& out);
 
-// The JSON text of `o` with `key`'s value replaced by `value`, every other member copied
-// as it is and in its order (a request body with its messages rebuilt: the rest goes out
-// as the agent sent it, without copying the messages that are replaced).
-inline std::string SerializeReplacing(const boost::json::object& o, std::string_view key,
-                                      boost::json::value value) {
-  boost::json::object out;
-  out.reserve(o.size() + 1);
-  bool replaced = false;
-  for (const auto& [k, v] : o) {
-    if (k == key) {
-      out.emplace(k, std::move(value));
-      replaced = true;
+// The list a request body goes out with: the agent's own values by reference (never
+// copied: a turn's list is hundreds of messages of a 10,000-message request), the ones
+// built here owned.
+class OutList {
+ public:
+  void Ref(const boost::json::value& v) { items_.push_back(&v); }
+  // Adds `v` (at the front, or at the end); the reference stays valid.
+  boost::json::value& Own(boost::json::value v, bool front = false) {
+    owned_.push_back(std::move(v));
+    boost::json::value& added = owned_.back();
+    if (front) {
+      items_.insert(items_.begin(), &added);
     } else {
-      out.emplace(k, v);
+      items_.push_back(&added);
     }
+    return added;
   }
-  if (!replaced) out.emplace(key, std::move(value));
-  return boost::json::serialize(out);
-}
+  const std::vector<const boost::json::value*>& items() const { return items_; }
+  bool empty() const { return items_.empty(); }
+
+ private:
+  std::deque<boost::json::value> owned_;  // stable addresses
+  std::vector<const boost::json::value*> items_;
+};
+
+// The JSON text of `o` with `key`'s value replaced by `list` (added last when absent),
+// every other member written as it is and in its order: the rest of the request goes out
+// as the agent sent it, and nothing is copied to write it.
+std::string SerializeReplacing(const boost::json::object& o, std::string_view key,
+                               const OutList& list);
 
 // An answer read whole: Finish parses the body and hands it to FromJson.
 class JsonBodyAnswer : public AnswerReader {

@@ -273,25 +273,23 @@ Result<ParsedRequest> ParseResponsesRequest(std::string_view body) {
 
 std::string BuildResponsesRequest(const ParsedRequest& request, const Outgoing& out) {
   const json::object& body = request.body;
-  json::array input;
+  OutList input;
   for (const OutItem& item : out.items) {
     switch (item.kind) {
       case OutItem::Kind::kNative:
-        for (const json::value& v : request.messages[item.index].native.get_array()) {
-          input.push_back(v);
-        }
+        for (const json::value& v : request.messages[item.index].native.get_array()) input.Ref(v);
         break;
       case OutItem::Kind::kRewritten:
         for (json::value& v : Rewrite(request.messages[item.index], item.engine)) {
-          input.push_back(std::move(v));
+          input.Own(std::move(v));
         }
         break;
       case OutItem::Kind::kInjected:
-        for (const Message& m : item.engine) input.push_back(InputText("user", m.PlainText()));
+        for (const Message& m : item.engine) input.Own(InputText("user", m.PlainText()));
         break;
     }
   }
-  return SerializeReplacing(body, "input", std::move(input));
+  return SerializeReplacing(body, "input", input);
 }
 
 std::unique_ptr<AnswerReader> MakeResponsesReader(bool stream) {
