@@ -512,7 +512,11 @@ void ProxyService::Managed(Call& call, Api api_kind) {
           .Add("body_read_ms", MsBetween(call.request.head_read_at, call.start))
           .Add("first_byte_ms", out.status != 0 ? MsBetween(call.start, out.head_at) : 0)
           .Add("duration_ms", MsSince(call.start))});
-  s.deps.audit->AfterPending([&barrier = s.barrier, ticket](Status) { barrier.End(ticket); });
+  // Once the event committed; the requests held run on a worker (never the writer's thread,
+  // where one that writes would wait for itself).
+  s.deps.audit->AfterPending([&s, ticket](Status) {
+    RunOnWorker(s.deps, [&barrier = s.barrier, ticket] { barrier.End(ticket); });
+  });
   if (usage) {
     (void)Await<UsageOutcome>(
         [&](Done<UsageOutcome> done) { s.usage.Report(*usage, std::move(done)); });
