@@ -24,8 +24,10 @@ class BodyPool {
   // The process's pool.
   static BodyPool& Shared();
 
-  // A string of `size` bytes (zeros), in a kept buffer whose capacity is enough when there
-  // is one; a new buffer has room for the body to grow by an eighth (the next turn's).
+  // A string of `size` bytes, in a kept buffer whose capacity is enough when there is one
+  // (then its bytes are an earlier body's, up to where it grows: the caller overwrites them
+  // all; zeroing 9 MB a turn cost a millisecond); a new buffer has room for the body to
+  // grow by an eighth (the next turn's).
   std::string Take(size_t size);
   // Keeps `body`'s memory for a later Take, when the pool has room; else frees it.
   void Give(std::string&& body);
@@ -35,7 +37,7 @@ class BodyPool {
 
  private:
   mutable std::mutex mu_;
-  std::vector<std::string> buffers_;  // cleared, their capacity kept; largest first
+  std::vector<std::string> buffers_;  // largest capacity first
   size_t bytes_ = 0;
 };
 
