@@ -105,9 +105,9 @@ Status TakeFreshTail(AssemblyState& s) {
   ContextReport& r = s.ctx.report;
   const size_t n_entries = s.entries.size();
   if (in.task) r.task_seq = in.task->seq;
-  // The last fresh_tail_count history messages, moved back to a group start, and the new
-  // message.
-  s.tail_start = std::min(FreshTailStart(s.n_hist_entries, s.EntryAt(), in.budget.fresh_tail_count),
+  // The last fresh_tail_count messages, the new one counted (a context with the new
+  // message is the one it gets once that message is stored), moved back to a group start.
+  s.tail_start = std::min(FreshTailStart(n_entries, s.EntryAt(), in.budget.fresh_tail_count),
                           s.n_hist_entries);
   if (s.folded_kept && s.tail_start == 0) {
     s.ctx.needs_more_history = true;  // the tail may reach into the folded part

@@ -82,7 +82,12 @@ TEST(AssemblerPropertyTest, RandomHistoriesKeepEveryInvariant) {
       if (i < n_hist) hist_kept.push_back(i);
     }
     MessageAt hat = [&](size_t k) -> const Message& { return in.history[hist_kept[k]].message; };
-    const size_t tail_k = FreshTailStart(hist_kept.size(), hat, in.budget.fresh_tail_count);
+    // The fresh tail counts the new message (kept last, after the history).
+    MessageAt all_at = [&](size_t k) -> const Message& {
+      return san.kept[k] < n_hist ? in.history[san.kept[k]].message : *in.new_message;
+    };
+    const size_t tail_k = std::min(
+        FreshTailStart(san.kept.size(), all_at, in.budget.fresh_tail_count), hist_kept.size());
     int64_t tail_stored = 0;
     for (size_t k = tail_k; k < hist_kept.size(); ++k)
       tail_stored += in.history[hist_kept[k]].tokens;

@@ -1,0 +1,117 @@
+// A context built with the turn's new message not stored yet (ContextRequest::new_message:
+// how the proxy builds one while that message's commit is in flight) is the context built
+// once it is stored: the same messages, turn after turn, through summaries, anchor moves
+// and pruning. Replays the recorded sessions and the synthetic ones at 28,000 tokens
+// (window 32,000, output 4,000), running the summarization job as soon as one is queued:
+// before each user or tool message, a context with it as the new message, then the
+// message is appended and the context asked again.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "context_stability_sessions.h"
+#include "daemon/service/summarization_service.h"
+#include "service_fixture.h"
+#include "storage/text_indexer.h"
+#include "test_util.h"
+
+namespace missy::testing {
+namespace {
+
+class ContextNewMessageTest : public ServiceFixture {
+ protected:
+  void RunQueuedJob(const std::string& id) {
+    services_->workers.Drain();
+    Result<bool> queued = stores_->jobs.HasActive(id, "summarize");
+    ASSERT_TRUE(queued.ok());
+    if (!*queued) return;
+    Result<std::optional<Job>> job = stores_->jobs.Claim(clock_.NowMs(), 60000);
+    ASSERT_TRUE(job.ok() && job->has_value());
+    SummarizeRequest req;
+    req.session_id = id;
+    Result<SummarizeOutcome> out = services_->summarization.Summarize(req);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ASSERT_TRUE(stores_->jobs.Complete((*job)->id, clock_.NowMs()).ok());
+  }
+
+  Result<ContextOutcome> Ask(const std::string& id, std::optional<Message> new_message) {
+    EXPECT_TRUE(TextIndexer::CatchUp(*db_).ok());
+    ContextRequest request;
+    request.session_id = id;
+    request.context_window = 32000;
+    request.max_output_tokens = 4000;
+    request.new_message = std::move(new_message);
+    return Context(std::move(request));
+  }
+
+  // Where two contexts first differ ("" when they are the same).
+  static std::string Difference(const std::vector<Message>& a, const std::vector<Message>& b) {
+    size_t same = 0;
+    while (same < a.size() && same < b.size() && a[same] == b[same]) ++same;
+    if (same == a.size() && same == b.size()) return "";
+    std::string out = "differ at message " + std::to_string(same) + " of " +
+                      std::to_string(a.size()) + "/" + std::to_string(b.size());
+    if (same < a.size() && same < b.size()) {
+      const std::string x = a[same].PlainText(), y = b[same].PlainText();
+      size_t k = 0;
+      while (k < x.size() && k < y.size() && x[k] == y[k]) ++k;
+      const size_t from = k > 60 ? k - 60 : 0;
+      out += " (char " + std::to_string(k) + "): [" + x.substr(from, 160) + "] vs [" +
+             y.substr(from, 160) + "]";
+    }
+    return out;
+  }
+
+  void Replay(const std::string& id, const std::vector<Message>& conv) {
+    Session s;
+    s.id = id;
+    size_t begin = 0;
+    if (!conv.empty() && conv[0].role == Role::kSystem) {
+      s.system_prompt = conv[0].PlainText();
+      begin = 1;
+    }
+    ASSERT_TRUE(Create(std::move(s)).ok());
+    for (size_t i = begin; i < conv.size(); ++i) {
+      const Message& m = conv[i];
+      if (m.role == Role::kAssistant || i == begin) {
+        ASSERT_TRUE(Append(id, {m}).status.ok());
+        ASSERT_NO_FATAL_FAILURE(RunQueuedJob(id));
+        continue;
+      }
+      SCOPED_TRACE(id + " message " + std::to_string(i));
+      Result<ContextOutcome> before = Ask(id, m);
+      ASSERT_TRUE(before.ok()) << before.status().ToString();
+      ASSERT_TRUE(Append(id, {m}).status.ok());
+      Result<ContextOutcome> stored = Ask(id, std::nullopt);
+      ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+      ++compared_;
+      EXPECT_EQ(Difference(before->context.messages, stored->context.messages), "");
+      EXPECT_EQ(before->context.report.used_tokens, stored->context.report.used_tokens);
+      moved_ += before->context.report.eviction == "anchor_moved";
+      summarized_ += before->context.report.summaries_included > 0;
+      ASSERT_NO_FATAL_FAILURE(RunQueuedJob(id));
+    }
+  }
+
+  int compared_ = 0, moved_ = 0, summarized_ = 0;
+};
+
+TEST_F(ContextNewMessageTest, TheNewMessageGivesTheContextItGivesOnceStored) {
+  for (const std::string& file : TrajectoryFiles()) {
+    ASSERT_NO_FATAL_FAILURE(
+        Replay(std::filesystem::path(file).stem().string(), LoadTrajectory(file)));
+  }
+  for (const StabilitySession& s : StabilitySessions()) {
+    ASSERT_NO_FATAL_FAILURE(Replay(s.name, s.messages));
+  }
+  std::printf("[ new msg  ] %d contexts compared, %d moved the anchor, %d with summaries\n",
+              compared_, moved_, summarized_);
+  EXPECT_GT(compared_, 500);  // the synthetic sessions alone give more
+  EXPECT_GT(moved_, 10);      // the comparisons reach the anchor's moves
+  EXPECT_GT(summarized_, 200);
+}
+
+}  // namespace
+}  // namespace missy::testing
