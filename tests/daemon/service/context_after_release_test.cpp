@@ -32,44 +32,10 @@ namespace {
 
 class ContextAfterReleaseTest : public ServiceFixture {
  protected:
-  // Runs the session's summarization job, if one is queued, as the background worker
-  // would right away (the trigger is waited for, so every run is the same).
-  void RunQueuedJob(const std::string& id) {
-    services_->workers.Drain();
-    Result<bool> queued = stores_->jobs.HasActive(id, "summarize");
-    ASSERT_TRUE(queued.ok());
-    if (!*queued) return;
-    Result<std::optional<Job>> job = stores_->jobs.Claim(clock_.NowMs(), 60000);
-    ASSERT_TRUE(job.ok() && job->has_value());
-    SummarizeRequest req;
-    req.session_id = (*job)->session_id;
-    Result<SummarizeOutcome> out = services_->summarization.Summarize(req);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
-    ASSERT_TRUE(stores_->jobs.Complete((*job)->id, clock_.NowMs()).ok());
-  }
-
   Result<ContextOutcome> Ask(const std::string& id) {
     // The indexer has caught up, as between an agent's turns.
     EXPECT_TRUE(TextIndexer::CatchUp(*db_).ok());
     return Context(id, 32000, 4000);
-  }
-
-  // Where two contexts first differ ("" when they are the same).
-  static std::string Difference(const std::vector<Message>& a, const std::vector<Message>& b) {
-    size_t same = 0;
-    while (same < a.size() && same < b.size() && a[same] == b[same]) ++same;
-    if (same == a.size() && same == b.size()) return "";
-    std::string out = "differ at message " + std::to_string(same) + " of " +
-                      std::to_string(a.size()) + "/" + std::to_string(b.size());
-    if (same < a.size() && same < b.size()) {
-      const std::string x = a[same].PlainText(), y = b[same].PlainText();
-      size_t k = 0;
-      while (k < x.size() && k < y.size() && x[k] == y[k]) ++k;
-      const size_t from = k > 60 ? k - 60 : 0;
-      out += " (char " + std::to_string(k) + "): [" + x.substr(from, 160) + "] vs [" +
-             y.substr(from, 160) + "]";
-    }
-    return out;
   }
 
   // The context of `id` as it is, asked again, after a release of its cached state, and
@@ -84,14 +50,14 @@ class ContextAfterReleaseTest : public ServiceFixture {
     Result<ContextOutcome> again = Ask(id);
     ASSERT_TRUE(again.ok());
     const std::vector<Message>& want = again->context.messages;
-    EXPECT_EQ(Difference(first->context.messages, want), "") << "asked twice";
+    EXPECT_EQ(FirstDifference(first->context.messages, want), "") << "asked twice";
     ASSERT_TRUE(Flush().ok());
 
     services_->history.Clear();
     services_->memory_hits.ContentChanged("");
     Result<ContextOutcome> released = Ask(id);
     ASSERT_TRUE(released.ok());
-    EXPECT_EQ(Difference(want, released->context.messages), "") << "after a release";
+    EXPECT_EQ(FirstDifference(want, released->context.messages), "") << "after a release";
     ++checks_;
     mismatches_ += want != released->context.messages;
 
@@ -100,7 +66,7 @@ class ContextAfterReleaseTest : public ServiceFixture {
     services_->history.SetMaxBytes(kCacheBytes);
     Result<ContextOutcome> restarted = Ask(id);
     ASSERT_TRUE(restarted.ok());
-    EXPECT_EQ(Difference(want, restarted->context.messages), "") << "after a restart";
+    EXPECT_EQ(FirstDifference(want, restarted->context.messages), "") << "after a restart";
     ++checks_;
     mismatches_ += want != restarted->context.messages;
   }

@@ -22,20 +22,6 @@ namespace {
 
 class ContextNewMessageTest : public ServiceFixture {
  protected:
-  void RunQueuedJob(const std::string& id) {
-    services_->workers.Drain();
-    Result<bool> queued = stores_->jobs.HasActive(id, "summarize");
-    ASSERT_TRUE(queued.ok());
-    if (!*queued) return;
-    Result<std::optional<Job>> job = stores_->jobs.Claim(clock_.NowMs(), 60000);
-    ASSERT_TRUE(job.ok() && job->has_value());
-    SummarizeRequest req;
-    req.session_id = id;
-    Result<SummarizeOutcome> out = services_->summarization.Summarize(req);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
-    ASSERT_TRUE(stores_->jobs.Complete((*job)->id, clock_.NowMs()).ok());
-  }
-
   Result<ContextOutcome> Ask(const std::string& id, std::optional<Message> new_message) {
     EXPECT_TRUE(TextIndexer::CatchUp(*db_).ok());
     ContextRequest request;
@@ -44,24 +30,6 @@ class ContextNewMessageTest : public ServiceFixture {
     request.max_output_tokens = 4000;
     request.new_message = std::move(new_message);
     return Context(std::move(request));
-  }
-
-  // Where two contexts first differ ("" when they are the same).
-  static std::string Difference(const std::vector<Message>& a, const std::vector<Message>& b) {
-    size_t same = 0;
-    while (same < a.size() && same < b.size() && a[same] == b[same]) ++same;
-    if (same == a.size() && same == b.size()) return "";
-    std::string out = "differ at message " + std::to_string(same) + " of " +
-                      std::to_string(a.size()) + "/" + std::to_string(b.size());
-    if (same < a.size() && same < b.size()) {
-      const std::string x = a[same].PlainText(), y = b[same].PlainText();
-      size_t k = 0;
-      while (k < x.size() && k < y.size() && x[k] == y[k]) ++k;
-      const size_t from = k > 60 ? k - 60 : 0;
-      out += " (char " + std::to_string(k) + "): [" + x.substr(from, 160) + "] vs [" +
-             y.substr(from, 160) + "]";
-    }
-    return out;
   }
 
   void Replay(const std::string& id, const std::vector<Message>& conv) {
@@ -87,7 +55,7 @@ class ContextNewMessageTest : public ServiceFixture {
       Result<ContextOutcome> stored = Ask(id, std::nullopt);
       ASSERT_TRUE(stored.ok()) << stored.status().ToString();
       ++compared_;
-      EXPECT_EQ(Difference(before->context.messages, stored->context.messages), "");
+      EXPECT_EQ(FirstDifference(before->context.messages, stored->context.messages), "");
       EXPECT_EQ(before->context.report.used_tokens, stored->context.report.used_tokens);
       moved_ += before->context.report.eviction == "anchor_moved";
       summarized_ += before->context.report.summaries_included > 0;

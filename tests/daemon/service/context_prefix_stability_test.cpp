@@ -33,20 +33,6 @@ class ContextPrefixStabilityTest : public ServiceFixture {
     int pairs = 0, stable = 0;
   };
 
-  void RunQueuedJob(const std::string& id) {
-    services_->workers.Drain();
-    Result<bool> queued = stores_->jobs.HasActive(id, "summarize");
-    ASSERT_TRUE(queued.ok());
-    if (!*queued) return;
-    Result<std::optional<Job>> job = stores_->jobs.Claim(clock_.NowMs(), 60000);
-    ASSERT_TRUE(job.ok() && job->has_value());
-    SummarizeRequest req;
-    req.session_id = id;
-    Result<SummarizeOutcome> out = services_->summarization.Summarize(req);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
-    ASSERT_TRUE(stores_->jobs.Complete((*job)->id, clock_.NowMs()).ok());
-  }
-
   // Replays `conv` as session `id`, a context before each assistant message.
   void Replay(const std::string& id, const std::vector<Message>& conv, Figures& total) {
     Session s;

@@ -179,6 +179,24 @@ inline std::vector<Message> ErrorRounds(int first, int count, int words = 200) {
   return out;
 }
 
+// Where two contexts first differ, with the text around it ("" when they are the same).
+inline std::string FirstDifference(const std::vector<Message>& a, const std::vector<Message>& b) {
+  size_t same = 0;
+  while (same < a.size() && same < b.size() && a[same] == b[same]) ++same;
+  if (same == a.size() && same == b.size()) return "";
+  std::string out = "differ at message " + std::to_string(same) + " of " +
+                    std::to_string(a.size()) + "/" + std::to_string(b.size());
+  if (same < a.size() && same < b.size()) {
+    const std::string x = a[same].PlainText(), y = b[same].PlainText();
+    size_t k = 0;
+    while (k < x.size() && k < y.size() && x[k] == y[k]) ++k;
+    const size_t from = k > 60 ? k - 60 : 0;
+    out += " (char " + std::to_string(k) + "): [" + x.substr(from, 160) + "] vs [" +
+           y.substr(from, 160) + "]";
+  }
+  return out;
+}
+
 class ServiceFixture : public ::testing::Test {
  protected:
   static constexpr int64_t kStartMs = 1'760'000'000'000;  // 2025-10-09
@@ -289,6 +307,25 @@ class ServiceFixture : public ::testing::Test {
     request.context_window = window;
     request.max_output_tokens = max_output;
     return Context(std::move(request));
+  }
+
+  // Runs the summarization job queued for session `id`, if there is one, as the background
+  // worker would right away. The trigger checks on a worker thread: it is waited for first,
+  // so that a replay is the same on every run. `wrote_leaves`: whether the job wrote any.
+  void RunQueuedJob(const std::string& id, bool* wrote_leaves = nullptr) {
+    if (wrote_leaves != nullptr) *wrote_leaves = false;
+    services_->workers.Drain();
+    Result<bool> queued = stores_->jobs.HasActive(id, "summarize");
+    ASSERT_TRUE(queued.ok());
+    if (!*queued) return;
+    Result<std::optional<Job>> job = stores_->jobs.Claim(clock_.NowMs(), 60000);
+    ASSERT_TRUE(job.ok() && job->has_value());
+    SummarizeRequest req;
+    req.session_id = (*job)->session_id;
+    Result<SummarizeOutcome> out = services_->summarization.Summarize(req);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    if (wrote_leaves != nullptr) *wrote_leaves = out->leaves > 0;
+    ASSERT_TRUE(stores_->jobs.Complete((*job)->id, clock_.NowMs()).ok());
   }
 
   Result<UsageOutcome> Usage(UsageReport report) {

@@ -177,20 +177,6 @@ class UnseenRetentionTest : public ServiceFixture {
     Open();
   }
 
-  void RunQueuedJob(const std::string& id) {
-    services_->workers.Drain();
-    Result<bool> queued = stores_->jobs.HasActive(id, "summarize");
-    ASSERT_TRUE(queued.ok());
-    if (!*queued) return;
-    Result<std::optional<Job>> job = stores_->jobs.Claim(clock_.NowMs(), 60000);
-    ASSERT_TRUE(job.ok() && job->has_value());
-    SummarizeRequest req;
-    req.session_id = id;
-    Result<SummarizeOutcome> out = services_->summarization.Summarize(req);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
-    ASSERT_TRUE(stores_->jobs.Complete((*job)->id, clock_.NowMs()).ok());
-  }
-
   void Replay(const SyntheticSession& session, Figures& f) {
     const std::string& id = session.name;
     const std::vector<Message>& conv = session.messages;
