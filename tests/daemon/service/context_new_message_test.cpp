@@ -33,14 +33,8 @@ class ContextNewMessageTest : public ServiceFixture {
   }
 
   void Replay(const std::string& id, const std::vector<Message>& conv) {
-    Session s;
-    s.id = id;
-    size_t begin = 0;
-    if (!conv.empty() && conv[0].role == Role::kSystem) {
-      s.system_prompt = conv[0].PlainText();
-      begin = 1;
-    }
-    ASSERT_TRUE(Create(std::move(s)).ok());
+    const size_t begin = CreateForReplay(id, conv);
+    ASSERT_NE(begin, std::string::npos);
     for (size_t i = begin; i < conv.size(); ++i) {
       const Message& m = conv[i];
       if (m.role == Role::kAssistant || i == begin) {

@@ -35,14 +35,8 @@ class ContextPrefixStabilityTest : public ServiceFixture {
 
   // Replays `conv` as session `id`, a context before each assistant message.
   void Replay(const std::string& id, const std::vector<Message>& conv, Figures& total) {
-    Session s;
-    s.id = id;
-    size_t begin = 0;
-    if (!conv.empty() && conv[0].role == Role::kSystem) {
-      s.system_prompt = conv[0].PlainText();
-      begin = 1;
-    }
-    ASSERT_TRUE(Create(std::move(s)).ok());
+    const size_t begin = CreateForReplay(id, conv);
+    ASSERT_NE(begin, std::string::npos);
     if (const char* slack = getenv("MISSY_STABILITY_SLACK")) {
       SetConfig([&](DaemonConfig& c) { c.context.eviction_slack_fraction = atof(slack); });
     }

@@ -125,14 +125,8 @@ class ReplayRetentionTest : public ServiceFixture {
   // Replays `conv` as session `id` (as an agent would: append each message, ask for a
   // context before each assistant message), checking every context, and prints its line.
   void Replay(const std::string& id, const std::vector<Message>& conv, Figures& f) {
-    Session s;
-    s.id = id;
-    size_t begin = 0;
-    if (!conv.empty() && conv[0].role == Role::kSystem) {
-      s.system_prompt = conv[0].PlainText();
-      begin = 1;
-    }
-    ASSERT_TRUE(Create(std::move(s)).ok());
+    const size_t begin = CreateForReplay(id, conv);
+    ASSERT_NE(begin, std::string::npos);
     std::string task;
     std::set<std::string> named, errors;
     int contexts = 0, summarized = 0, stable = 0;

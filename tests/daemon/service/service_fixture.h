@@ -276,6 +276,19 @@ class ServiceFixture : public ::testing::Test {
     return Create(std::move(s), strict);
   }
 
+  // Creates session `id` to replay `conv`: a leading system message becomes the session's
+  // system prompt. Returns where the replay starts (past that message); npos on failure.
+  size_t CreateForReplay(const std::string& id, const std::vector<Message>& conv) {
+    Session s;
+    s.id = id;
+    size_t begin = 0;
+    if (!conv.empty() && conv[0].role == Role::kSystem) {
+      s.system_prompt = conv[0].PlainText();
+      begin = 1;
+    }
+    return Create(std::move(s)).ok() ? begin : std::string::npos;
+  }
+
   AppendOutcome Append(const std::string& id, std::vector<Message> messages,
                        std::optional<bool> strict = std::nullopt) {
     AppendRequest request;

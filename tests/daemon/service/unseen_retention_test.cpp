@@ -180,14 +180,8 @@ class UnseenRetentionTest : public ServiceFixture {
   void Replay(const SyntheticSession& session, Figures& f) {
     const std::string& id = session.name;
     const std::vector<Message>& conv = session.messages;
-    Session s;
-    s.id = id;
-    size_t begin = 0;
-    if (!conv.empty() && conv[0].role == Role::kSystem) {
-      s.system_prompt = conv[0].PlainText();
-      begin = 1;
-    }
-    ASSERT_TRUE(Create(std::move(s)).ok());
+    const size_t begin = CreateForReplay(id, conv);
+    ASSERT_NE(begin, std::string::npos);
     std::set<std::string> files, errors;
     for (size_t i = begin; i < conv.size(); ++i) {
       const Message& m = conv[i];
