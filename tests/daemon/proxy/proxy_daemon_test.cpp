@@ -257,6 +257,59 @@ TEST_F(ProxyTest, AContextLengthRefusalCompactsTheSessionAndRetriesOnceSmaller) 
   EXPECT_NE(audit->body.find("context_length_exceeded"), std::string::npos) << audit->body;
 }
 
+// The common turn (one new message on a stored conversation) has its context built while
+// that message is stored: a refusal then compacts the session with the message in it, and
+// the retry, the stored history and the answer come out as for any other request.
+TEST_F(ProxyTest, ARefusedTurnOfOneNewMessageIsStoredCompactedAndRetried) {
+  const json::array first_answer = json::parse(R"([{"type":"text","text":"first"}])").as_array();
+  Start({JsonReply(200, AnthropicMessage("m1", first_answer)),
+         JsonReply(400, R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 300000 tokens > 200000 maximum"}})"),
+         JsonReply(200, AnthropicMessage("m2", json::parse(R"([{"type":"text","text":"fits"}])").as_array()))});
+  json::array messages;
+  std::string lorem, amet;
+  for (int i = 0; i < 110; ++i) lorem += "lorem ipsum dolor ";
+  for (int i = 0; i < 120; ++i) amet += "sit amet ";
+  for (int i = 0; i < 6; ++i) {
+    messages.push_back({{"role", "user"}, {"content", "Step " + std::to_string(i) + ": " + lorem}});
+    messages.push_back({{"role", "assistant"}, {"content", "Noted step " + std::to_string(i) + ". " + amet}});
+  }
+  messages.push_back({{"role", "user"}, {"content", "and now?"}});
+  json::object request{{"model", "claude-sonnet-4-5"}, {"max_tokens", 100}, {"messages", messages}};
+  Result<ClientResponse> r = Send("/s/turns/v1/messages", request);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200) << r->body;
+
+  // The next turn: the answer as the agent keeps it, and one new message.
+  messages.push_back({{"role", "assistant"}, {"content", first_answer}});
+  messages.push_back({{"role", "user"}, {"content", "and after that?"}});
+  request["messages"] = messages;
+  r = Send("/s/turns/v1/messages", request);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200) << r->body;
+  ASSERT_EQ(upstream_->requests().size(), 3u);
+  const json::value refused_body = Upstream(1), retried_body = Upstream(2);
+  const json::array& refused = refused_body.at("messages").as_array();
+  const json::array& retried = retried_body.at("messages").as_array();
+  EXPECT_EQ(refused.back(), messages.back());  // sent before it was stored
+  EXPECT_EQ(retried.back(), messages.back());
+  EXPECT_LT(retried.size(), refused.size());
+  // Stored in order: 13 messages, the first answer, the new message, the second answer.
+  json::value stored = json::parse(daemon_->Call("GET", "/v1/sessions/turns/messages")->body);
+  const json::array& rows = stored.at("messages").as_array();
+  ASSERT_EQ(rows.size(), 16u);
+  EXPECT_EQ(rows[14].at("content"), "and after that?");
+  EXPECT_EQ(rows[15].at("content"), "fits");
+  Result<ClientResponse> audit = daemon_->Call("GET", "/v1/audit?type=proxy.request");
+  ASSERT_TRUE(audit.ok());
+  json::value events = json::parse(audit->body);
+  const json::array& list = events.at("events").as_array();
+  ASSERT_EQ(list.size(), 2u);
+  const json::object& second = list[1].at("detail").as_object();
+  EXPECT_EQ(second.at("new_messages"), 1);
+  EXPECT_EQ(second.at("retried_after_compaction"), true);
+  EXPECT_EQ(second.at("answer"), "complete");
+}
+
 TEST_F(ProxyTest, ChatCompletionsAreManagedAndSentWithTheAgentsBearerToken) {
   const std::string answer =
       R"({"id":"c1","object":"chat.completion","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"pong"}}],"usage":{"prompt_tokens":9,"completion_tokens":1}})";
