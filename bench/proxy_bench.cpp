@@ -455,7 +455,7 @@ int main(int argc, char** argv) {
               P(proxy_head, 0.5), P(proxy_head, 0.99), Mean(proxy_head));
   std::printf("%-44s %9.2f %9.2f %9.2f\n", "direct: answer ended", P(direct_end, 0.5),
               P(direct_end, 0.99), Mean(direct_end));
-  std::printf("%-44s %9.2f %9.2f %9.2f\n", "proxy: answer ended (stored first)", P(proxy_end, 0.5),
+  std::printf("%-44s %9.2f %9.2f %9.2f\n", "proxy: answer ended", P(proxy_end, 0.5),
               P(proxy_end, 0.99), Mean(proxy_end));
   std::printf("%-44s %9.2f %9.2f %9.2f\n", "daemon: proxy.request duration_ms",
               P(daemon_duration, 0.5), P(daemon_duration, 0.99), Mean(daemon_duration));
@@ -536,7 +536,7 @@ int main(int argc, char** argv) {
   std::printf("%-10s %9.2f %12.2f %14.1f %12.2f %14.1f\n", "proxy", P(p_first, 0.5), P(p_span, 0.5),
               P(p_mbps, 0.5), P(p_end, 0.5), P(p_end_mbps, 0.5));
   std::printf(
-      "proxy, all but its last piece (held until the answer is stored): %.1f MB/s; the last "
+      "proxy, all but its last piece (held until the request is stored): %.1f MB/s; the last "
       "piece came %.2f ms after the one before\n",
       P(p_held_mbps, 0.5), P(p_held_wait, 0.5));
   const double ratio = P(p_mbps, 0.5) / P(d_mbps, 0.5);
