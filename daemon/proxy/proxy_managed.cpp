@@ -100,6 +100,16 @@ Status EnsureSession(Services& s, Conversation& c, const ParsedRequest& request)
   return Status::Ok();
 }
 
+// Whether the append stores `m` as it is: a call or result without an id is given one
+// (RepairAndValidateAppend), and a context must then be built from the stored form.
+bool StoredAsItIs(const Message& m) {
+  if (m.role == Role::kTool && m.tool_call_id.empty()) return false;
+  for (const ToolCall& c : m.tool_calls) {
+    if (c.id.empty()) return false;
+  }
+  return true;
+}
+
 // One batch of native messages on its way to the store: its engine messages and their
 // rows commit together; the conversation learns the rows when it is finished.
 struct AppendInFlight {
@@ -342,7 +352,8 @@ void ProxyService::Managed(Call& call, Api api_kind) {
   const std::span<const NativeMessage> fresh =
       std::span<const NativeMessage>(request.messages).subspan(common);
   bool alongside = !diverged && conversation.exists && conversation.last_seq > 0 &&
-                   fresh.size() == 1 && fresh[0].engine.size() == 1;
+                   fresh.size() == 1 && fresh[0].engine.size() == 1 &&
+                   StoredAsItIs(fresh[0].engine[0]);
   if (!alongside) {
     Status stored = EnsureSession(s, conversation, request);
     if (stored.ok()) stored = AppendNatives(s, conversation, fresh);

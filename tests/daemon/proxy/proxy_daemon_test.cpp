@@ -328,6 +328,38 @@ TEST_F(ProxyTest, ChatCompletionsAreManagedAndSentWithTheAgentsBearerToken) {
   EXPECT_EQ(json::parse(seen[0].body), json::value(request));
 }
 
+// A turn whose one new message the store must repair (a tool result without its call's id)
+// is stored first and sent as stored: the result paired with the only open call, not left
+// out as an orphan along with that call.
+TEST_F(ProxyTest, ANewResultWithoutItsCallsIdGoesOutPairedAsTheStoreRepairedIt) {
+  const std::string call =
+      R"({"id":"c1","object":"chat.completion","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"ls","arguments":"{}"}}]}}],"usage":{"prompt_tokens":9,"completion_tokens":1}})";
+  const std::string done =
+      R"({"id":"c2","object":"chat.completion","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"done"}}],"usage":{"prompt_tokens":12,"completion_tokens":1}})";
+  Start({JsonReply(200, call), JsonReply(200, done)});
+  agent_.set_extra_headers("Authorization: Bearer sk-openai-secret\r\n");
+  json::array messages = json::parse(R"([{"role":"user","content":"list the files"}])").as_array();
+  json::object request{{"model", "gpt-4o"}, {"messages", messages}};
+  Result<ClientResponse> r = Send("/s/repair/v1/chat/completions", request);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200) << r->body;
+  messages.push_back(json::parse(
+      R"({"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"ls","arguments":"{}"}}]})"));
+  messages.push_back(json::parse(R"({"role":"tool","tool_call_id":"","content":"a.txt b.txt"})"));
+  request["messages"] = messages;
+  r = Send("/s/repair/v1/chat/completions", request);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200) << r->body;
+  ASSERT_EQ(upstream_->requests().size(), 2u);
+  const json::value sent = Upstream(1);
+  const json::array& out = sent.at("messages").as_array();
+  ASSERT_EQ(out.size(), 3u) << json::serialize(sent);
+  EXPECT_EQ(out[1].at("tool_calls").at(0).at("id"), "call_1");
+  EXPECT_EQ(out[2].at("role"), "tool");
+  EXPECT_EQ(out[2].at("tool_call_id"), "call_1");
+  EXPECT_EQ(out[2].at("content"), "a.txt b.txt");
+}
+
 }  // namespace
 }  // namespace missy::testing
 
