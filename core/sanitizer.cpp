@@ -276,6 +276,13 @@ AppendValidation ValidateAppend(const OpenCallState& state, std::span<const Mess
   return out;
 }
 
+bool NeedsIdRepair(const Message& m) {
+  if (m.role == Role::kTool) return m.tool_call_id.empty();
+  if (m.role != Role::kAssistant) return false;
+  return std::any_of(m.tool_calls.begin(), m.tool_calls.end(),
+                     [](const ToolCall& c) { return c.id.empty(); });
+}
+
 std::string RepairedCallId(int64_t seq, size_t call_index) {
   return "call_missy_" + std::to_string(seq) + "_" + std::to_string(call_index);
 }

@@ -144,6 +144,11 @@ AppendValidation ValidateAppend(const OpenCallState& state, std::span<const Mess
 AppendValidation RepairAndValidateAppend(const OpenCallState& state, std::span<Message> batch,
                                          int64_t first_seq);
 
+// Whether RepairAndValidateAppend takes `m` in hand (kFlagRepairedId): a tool result or an
+// assistant's call without an id gets one, or is stored flagged unpaired. Any other message
+// is stored as it is given.
+bool NeedsIdRepair(const Message& m);
+
 // The id RepairAndValidateAppend gives call `call_index` of the message stored at `seq`
 // (before any uniqueness suffix).
 std::string RepairedCallId(int64_t seq, size_t call_index);

@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 
+#include "core/sanitizer.h"
 #include "daemon/audit/audit_bus.h"
 #include "daemon/metrics/daemon_metrics.h"
 #include "daemon/proxy/context_map.h"
@@ -98,16 +99,6 @@ Status EnsureSession(Services& s, Conversation& c, const ParsedRequest& request)
   if (!made.ok()) return made.status();
   c.exists = true;
   return Status::Ok();
-}
-
-// Whether the append stores `m` as it is: a call or result without an id is given one
-// (RepairAndValidateAppend), and a context must then be built from the stored form.
-bool StoredAsItIs(const Message& m) {
-  if (m.role == Role::kTool && m.tool_call_id.empty()) return false;
-  for (const ToolCall& c : m.tool_calls) {
-    if (c.id.empty()) return false;
-  }
-  return true;
 }
 
 // One batch of native messages on its way to the store: its engine messages and their
@@ -348,12 +339,13 @@ void ProxyService::Managed(Call& call, Api api_kind) {
   // 3. Store what is new (the whole list for a new or branched conversation). One new
   // message on a stored conversation (a turn of the agent's loop: its tool result, its
   // next prompt) is stored while its context is built and sent instead: the context takes
-  // it as its new message, the same context as once it is stored.
+  // it as its new message, the same context as once it is stored (unless the store would
+  // repair it: the context is then built from the stored form).
   const std::span<const NativeMessage> fresh =
       std::span<const NativeMessage>(request.messages).subspan(common);
   bool alongside = !diverged && conversation.exists && conversation.last_seq > 0 &&
                    fresh.size() == 1 && fresh[0].engine.size() == 1 &&
-                   StoredAsItIs(fresh[0].engine[0]);
+                   !NeedsIdRepair(fresh[0].engine[0]);
   if (!alongside) {
     Status stored = EnsureSession(s, conversation, request);
     if (stored.ok()) stored = AppendNatives(s, conversation, fresh);

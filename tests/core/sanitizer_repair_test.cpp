@@ -41,10 +41,17 @@ void ExpectRepair(const RepairCase& c) {
   SCOPED_TRACE(std::string(c.name) + ": [" + c.stored + "] + [" + c.batch + "]");
   std::vector<Message> stored = Conv(c.stored);
   std::vector<Message> batch = Conv(c.batch);
+  const std::vector<Message> given = batch;
   AppendValidation v = RepairAndValidateAppend(DeriveOpenCallState(stored), batch,
                                                static_cast<int64_t>(stored.size()) + 1);
   EXPECT_EQ(Shape(batch), c.repaired);
   EXPECT_EQ(v.flags, c.flags);
+  // NeedsIdRepair says beforehand which messages the repair takes in hand; the others are
+  // stored as they were given.
+  for (size_t i = 0; i < given.size() && i < v.flags.size(); ++i) {
+    EXPECT_EQ(NeedsIdRepair(given[i]), (v.flags[i] & kFlagRepairedId) != 0) << "message " << i;
+    if (!NeedsIdRepair(given[i])) EXPECT_EQ(given[i], batch[i]) << "message " << i;
+  }
   EXPECT_EQ(Problems(v.warnings), c.problems);
   std::vector<Message> all = stored;
   all.insert(all.end(), batch.begin(), batch.end());
