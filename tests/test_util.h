@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include <chrono>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +26,9 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// Writes all of `s` to the socket `fd` (no SIGPIPE); stops at the first failed send.
+void SendAll(int fd, const std::string& s);
 
 // A TCP port on 127.0.0.1 that nothing listens on now (bound, read, closed: another
 // process may take it meanwhile, which the tests that use it accept).
@@ -50,6 +54,22 @@ bool WaitFor(Pred pred, std::chrono::milliseconds timeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return true;
+}
+
+// The lines of `text` (without their "\n").
+inline std::vector<std::string> SplitLines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// Display columns of a UTF-8 line, counted apart from the code under test ("…" is one
+// column, three bytes).
+inline size_t CodePoints(const std::string& line) {
+  size_t n = 0;
+  for (unsigned char c : line) n += (c & 0xC0) != 0x80 ? 1 : 0;
+  return n;
 }
 
 }  // namespace missy::testing

@@ -20,6 +20,7 @@ namespace missy {
 namespace {
 
 using namespace std::chrono_literals;
+using missy::testing::SendAll;
 using Clock = std::chrono::steady_clock;
 
 // Reads one request (headers plus Content-Length body) from `fd`; "" on EOF or after 5 s.
@@ -48,15 +49,6 @@ std::string ReadRequest(int fd, std::string* leftover) {
   std::string req = buf.substr(0, end + 4 + body);
   buf.erase(0, req.size());
   return req;
-}
-
-void SendAll(int fd, const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    ssize_t n = send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
 }
 
 // A scripted server: each accepted connection is handed to `on_connection` on the

@@ -8,21 +8,17 @@
 #include <vector>
 
 #include "cli/table.h"
+#include "test_util.h"
 
 namespace missy::cli {
 namespace {
 
+using missy::testing::SplitLines;
+
 namespace json = boost::json;
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
 void ExpectFits(const std::string& text, size_t width = 80) {
-  for (const std::string& line : Lines(text)) {
+  for (const std::string& line : SplitLines(text)) {
     EXPECT_LE(DisplayWidth(line), width) << "too wide: '" << line << "'";
   }
 }
@@ -33,7 +29,7 @@ TEST(RenderTest, SessionsTableHasOneRowPerSessionWithCounts) {
     {"id":"ses_0123456789abcdef0123456789abcdef0123456789abcdef","model":"","message_count":12345,
      "total_tokens":9876543,"updated_at":"2026-11-22T08:00:00.000Z"}]})");
   const std::string out = RenderSessions(body);
-  std::vector<std::string> lines = Lines(out);
+  std::vector<std::string> lines = SplitLines(out);
   ASSERT_EQ(lines.size(), 3u) << out;
   EXPECT_EQ(lines[0].rfind("ID", 0), 0u);
   EXPECT_NE(lines[0].find("MODEL"), std::string::npos);
@@ -170,7 +166,7 @@ TEST(RenderTest, StatusNamesVersionUptimeSessionsTokenizerAndJobs) {
   x.jobs_failed = 2;
   const std::string out = RenderStatus(health, x);
   ExpectFits(out);
-  EXPECT_EQ(Lines(out)[0], "ok: missyd 0.1.0, up 2h 03m, schema v6");
+  EXPECT_EQ(SplitLines(out)[0], "ok: missyd 0.1.0, up 2h 03m, schema v6");
   EXPECT_NE(out.find("sessions    1,200 (1 cached, 3 messages in memory)\n"), std::string::npos)
       << out;
   EXPECT_NE(out.find("tokenizer   exact\n"), std::string::npos) << out;
@@ -224,7 +220,7 @@ TEST(RenderTest, SummariesAndMemoryTablesFit) {
      "tokens":1900,"parent_id":""}]})");
   const std::string out = RenderSummaries(sums);
   ExpectFits(out);
-  std::vector<std::string> lines = Lines(out);
+  std::vector<std::string> lines = SplitLines(out);
   ASSERT_EQ(lines.size(), 3u) << out;
   EXPECT_EQ(lines[1], "sum_4f1c9a0b2d3e4f56      0  1-40     40   1,180  -");
   json::value mem = json::parse(R"({"items":[{"id":"mem_1","text":")" + std::string(200, 'w') +

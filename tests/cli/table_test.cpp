@@ -6,15 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "test_util.h"
+
 namespace missy::cli {
 namespace {
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
+using missy::testing::SplitLines;
 
 TEST(TableTest, EllipsizeCutsByCodePointsAndKeepsOneLine) {
   struct Case {
@@ -84,7 +81,7 @@ TEST(TableTest, WideTablesShrinkFlexibleColumnsToFitAndCutWithEllipsis) {
       {long_id, "claude-3-5-sonnet-20241022-with-a-long-suffix", "123,456", "2026-11-21 17:03:44"});
   t.AddRow({"short", "gpt-4o", "7", "2026-11-21 17:03:45"});
   const std::string out = t.Render(80);
-  std::vector<std::string> lines = Lines(out);
+  std::vector<std::string> lines = SplitLines(out);
   ASSERT_EQ(lines.size(), 3u) << out;
   for (const std::string& line : lines) EXPECT_LE(DisplayWidth(line), 80u) << line;
   EXPECT_EQ(DisplayWidth(lines[1]), 80u) << lines[1];  // the long row fills the width

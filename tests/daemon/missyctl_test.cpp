@@ -34,20 +34,6 @@ std::string ReadAll(const std::string& path) {
   return ss.str();
 }
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
-// Display columns of a UTF-8 line ("…" is one column, three bytes).
-size_t Columns(const std::string& line) {
-  size_t n = 0;
-  for (unsigned char c : line) n += (c & 0xC0) != 0x80 ? 1 : 0;
-  return n;
-}
-
 class MissyctlTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -102,7 +88,7 @@ TEST_F(MissyctlTest, SessionsListShowAndRemove) {
   CreateWithMessages("demo", 3);
   CtlResult r = Ctl("sessions");
   ASSERT_EQ(r.code, 0) << r.err;
-  std::vector<std::string> lines = Lines(r.out);
+  std::vector<std::string> lines = SplitLines(r.out);
   ASSERT_EQ(lines.size(), 2u) << r.out;
   EXPECT_TRUE(std::regex_match(lines[0], std::regex("ID +MODEL +MSGS +TOKENS +UPDATED")))
       << lines[0];
@@ -187,7 +173,7 @@ TEST_F(MissyctlTest, HelpForEveryCommand) {
     CtlResult flag = Ctl(std::string(command) + " --help");
     EXPECT_EQ(flag.code, 0) << command;
     EXPECT_EQ(flag.out, help.out) << command;
-    for (const std::string& line : Lines(help.out)) {
+    for (const std::string& line : SplitLines(help.out)) {
       EXPECT_LE(line.size(), 80u) << command << ": " << line;
     }
   }
@@ -200,7 +186,7 @@ TEST_F(MissyctlTest, StatusShowsVersionSessionsTokenizerAndJobs) {
   CreateWithMessages("b", 2);
   CtlResult r = Ctl("status");
   ASSERT_EQ(r.code, 0) << r.err;
-  std::vector<std::string> lines = Lines(r.out);
+  std::vector<std::string> lines = SplitLines(r.out);
   ASSERT_GE(lines.size(), 6u) << r.out;
   EXPECT_TRUE(std::regex_match(lines[0], std::regex("ok: missyd [0-9.]+, up .+, schema v[0-9]+")))
       << lines[0];
@@ -209,7 +195,7 @@ TEST_F(MissyctlTest, StatusShowsVersionSessionsTokenizerAndJobs) {
   EXPECT_NE(r.out.find("\njobs        0 queued, 0 running, 0 failed\n"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("socket      " + daemon_->socket() + "\n"), std::string::npos) << r.out;
-  for (const std::string& line : lines) EXPECT_LE(Columns(line), 80u) << line;
+  for (const std::string& line : lines) EXPECT_LE(CodePoints(line), 80u) << line;
   EXPECT_EQ(Ctl("health").out.substr(0, 11), "ok: missyd ");  // the old name
   EXPECT_EQ(Int(json::parse(Ctl("status --json").out), {"schema_version"}) > 0, true);
 
@@ -231,7 +217,7 @@ TEST_F(MissyctlTest, StatusShowsVersionSessionsTokenizerAndJobs) {
   EXPECT_EQ(r.err.rfind("missyctl: unavailable: cannot reach missyd at " + daemon_->socket(), 0),
             0u)
       << r.err;
-  EXPECT_EQ(Lines(r.err).size(), 1u) << r.err;
+  EXPECT_EQ(SplitLines(r.err).size(), 1u) << r.err;
 }
 
 TEST_F(MissyctlTest, ContextShowsTheBudgetReport) {
@@ -246,7 +232,7 @@ TEST_F(MissyctlTest, ContextShowsTheBudgetReport) {
   EXPECT_NE(r.out.find("window 128,000 - output 16,384; o200k_base x1.00"), std::string::npos)
       << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex("\nhistory +[0-9,]+ +[0-9,]+  4 kept"))) << r.out;
-  for (const std::string& line : Lines(r.out)) EXPECT_LE(Columns(line), 80u) << line;
+  for (const std::string& line : SplitLines(r.out)) EXPECT_LE(CodePoints(line), 80u) << line;
 
   // gpt-4's window from the model table: 8,192 - 4,096.
   r = Ctl("context c --model gpt-4");
@@ -280,7 +266,7 @@ TEST_F(MissyctlTest, CompactThenSummariesAndMessages) {
   EXPECT_GE(std::stoi(m[1]), 1);
   r = Ctl("summaries k");
   ASSERT_EQ(r.code, 0) << r.err;
-  std::vector<std::string> lines = Lines(r.out);
+  std::vector<std::string> lines = SplitLines(r.out);
   ASSERT_GE(lines.size(), 2u) << r.out;
   EXPECT_TRUE(std::regex_match(lines[0], std::regex("ID +DEPTH +SEQS +MSGS +TOKENS +PARENT")))
       << lines[0];
@@ -291,7 +277,7 @@ TEST_F(MissyctlTest, CompactThenSummariesAndMessages) {
 
   r = Ctl("messages k --after 28");
   ASSERT_EQ(r.code, 0) << r.err;
-  lines = Lines(r.out);
+  lines = SplitLines(r.out);
   ASSERT_EQ(lines.size(), 3u) << r.out;
   EXPECT_TRUE(std::regex_match(lines[1], std::regex(" *29 +user +[0-9]+ +- +step 28: check .*")))
       << lines[1];
@@ -328,7 +314,7 @@ TEST_F(MissyctlTest, MemoryAndLearnings) {
   EXPECT_TRUE(std::regex_match(r.out, std::regex("added lrn_[0-9a-f]+\n"))) << r.out;
   r = Ctl("learnings");
   ASSERT_EQ(r.code, 0) << r.err;
-  std::vector<std::string> lines = Lines(r.out);
+  std::vector<std::string> lines = SplitLines(r.out);
   ASSERT_EQ(lines.size(), 2u) << r.out;
   EXPECT_TRUE(std::regex_match(
       lines[1],
@@ -393,7 +379,7 @@ TEST_F(MissyctlTest, ConfigCheckShowAndReload) {
   EXPECT_NE(r.err.find("must not be negative, got -3 (field context.budget.total)\n"),
             std::string::npos)
       << r.err;
-  EXPECT_EQ(Lines(r.err).size(), 1u) << r.err;
+  EXPECT_EQ(SplitLines(r.err).size(), 1u) << r.err;
   EXPECT_NE(Ctl("config show").out.find("\ncontext.budget.total = 25000\n"), std::string::npos);
   EXPECT_EQ(daemon_->Stop(), 0);
 }
@@ -409,7 +395,7 @@ TEST_F(MissyctlTest, AuditTailVerifyAndFollow) {
 
   r = Ctl("audit tail -n 2");
   ASSERT_EQ(r.code, 0) << r.err;
-  std::vector<std::string> lines = Lines(r.out);
+  std::vector<std::string> lines = SplitLines(r.out);
   ASSERT_EQ(lines.size(), 2u) << r.out;
   EXPECT_TRUE(std::regex_match(
       lines[1],
@@ -417,15 +403,15 @@ TEST_F(MissyctlTest, AuditTailVerifyAndFollow) {
       << lines[1];
   r = Ctl("audit tail --type session.created");
   ASSERT_EQ(r.code, 0) << r.err;
-  lines = Lines(r.out);
+  lines = SplitLines(r.out);
   ASSERT_EQ(lines.size(), 2u) << r.out;
   EXPECT_TRUE(std::regex_search(lines[0], std::regex(" session\\.created +x +"))) << lines[0];
   EXPECT_TRUE(std::regex_search(lines[1], std::regex(" session\\.created +y +"))) << lines[1];
-  for (const std::string& line : lines) EXPECT_LE(Columns(line), 80u) << line;
+  for (const std::string& line : lines) EXPECT_LE(CodePoints(line), 80u) << line;
 
   r = Ctl("audit tail --since 0 --json --type session.created --type messages.appended");
   ASSERT_EQ(r.code, 0) << r.err;
-  lines = Lines(r.out);
+  lines = SplitLines(r.out);
   ASSERT_EQ(lines.size(), 5u) << r.out;  // 2 sessions, 3 appends
   int64_t prev = 0;
   for (const std::string& line : lines) {
@@ -444,7 +430,7 @@ TEST_F(MissyctlTest, AuditTailVerifyAndFollow) {
   const int created = daemon_->Call("POST", "/v1/sessions", R"({"id":"live"})")->status;
   follower.join();
   ASSERT_EQ(created, 201);
-  lines = Lines(ReadAll(out_path));
+  lines = SplitLines(ReadAll(out_path));
   ASSERT_EQ(lines.size(), 2u) << ReadAll(out_path);
   EXPECT_TRUE(std::regex_search(lines[0], std::regex(" session\\.created +y +"))) << lines[0];
   EXPECT_TRUE(std::regex_search(lines[1], std::regex(" session\\.created +live +"))) << lines[1];

@@ -39,23 +39,10 @@ ShellRun Shell(const std::string& cmd) {
   return r;
 }
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
-size_t Columns(const std::string& line) {
-  size_t n = 0;
-  for (unsigned char c : line) n += (c & 0xC0) != 0x80 ? 1 : 0;
-  return n;
-}
-
 // The session ids in the order their rows appear.
 std::vector<std::string> Order(const std::string& screen) {
   std::vector<std::string> ids;
-  for (const std::string& line : Lines(screen)) {
+  for (const std::string& line : SplitLines(screen)) {
     for (const char* id : {"alpha", "bravo", "charlie"}) {
       if (line.rfind(id, 0) == 0) ids.emplace_back(id);
     }
@@ -135,7 +122,7 @@ TEST_F(MissyctlTopTest, RowsAppearSortKeysReorderThemAndQExitsZeroInTmux) {
   EXPECT_EQ(Order(screen).front(), "alpha") << screen;
   EXPECT_NE(screen.find("sorted by used"), std::string::npos) << screen;
   EXPECT_NE(screen.find("USED/WINDOW"), std::string::npos) << screen;
-  for (const std::string& line : Lines(screen)) EXPECT_LE(Columns(line), 80u) << line;
+  for (const std::string& line : SplitLines(screen)) EXPECT_LE(CodePoints(line), 80u) << line;
 
   ASSERT_EQ(Shell(Tmux("send-keys -t top m")).code, 0);
   EXPECT_TRUE(WaitForOrder({"bravo", "charlie", "alpha"}, &screen)) << screen;
@@ -157,11 +144,11 @@ TEST_F(MissyctlTopTest, RowsAppearSortKeysReorderThemAndQExitsZeroInTmux) {
 TEST_F(MissyctlTopTest, WithoutATerminalTopPrintsOneSnapshot) {
   ShellRun r = Shell(Ctl() + " top --sort messages </dev/null");
   ASSERT_EQ(r.code, 0) << r.out;
-  const std::vector<std::string> lines = Lines(r.out);
+  const std::vector<std::string> lines = SplitLines(r.out);
   ASSERT_EQ(lines.size(), 5u) << r.out;
   EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << "no escape codes in a snapshot";
   EXPECT_EQ(Order(r.out), (std::vector<std::string>{"bravo", "charlie", "alpha"})) << r.out;
-  for (const std::string& line : lines) EXPECT_LE(Columns(line), 80u) << line;
+  for (const std::string& line : lines) EXPECT_LE(CodePoints(line), 80u) << line;
   EXPECT_EQ(Shell(Ctl() + " top --sort nope 2>/dev/null").code, 2);
 }
 
@@ -173,7 +160,7 @@ TEST_F(MissyctlTopTest, ContextShowAndLsPrintAPastContext) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("context " + id + " of session bravo"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("kept"), std::string::npos) << r.out;
-  for (const std::string& line : Lines(r.out)) EXPECT_LE(Columns(line), 80u) << line;
+  for (const std::string& line : SplitLines(r.out)) EXPECT_LE(CodePoints(line), 80u) << line;
   r = Shell(Ctl() + " context show " + id + " --json");
   ASSERT_EQ(r.code, 0);
   int kept = 0;  // (a system message may carry memory hits from the other sessions)

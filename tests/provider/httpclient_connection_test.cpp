@@ -23,6 +23,7 @@ namespace missy::httpclient {
 namespace {
 
 using namespace std::chrono_literals;
+using missy::testing::SendAll;
 
 // Reads up to the end of a request's head; "" on EOF or after 5 s.
 std::string ReadHead(int fd) {
@@ -36,15 +37,6 @@ std::string ReadHead(int fd) {
     buf += c;
   }
   return buf;
-}
-
-void SendAll(int fd, const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    ssize_t n = send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
 }
 
 // A server on a listening socket: each accepted connection goes to `serve`, one at a time,

@@ -42,6 +42,20 @@ Reply JsonReply(int status, std::string body, std::vector<std::pair<std::string,
   return r;
 }
 
+// Six long user/assistant turns and a short question: about 2,500 tokens of history.
+json::array SixLongTurns() {
+  json::array messages;
+  std::string lorem, amet;
+  for (int i = 0; i < 110; ++i) lorem += "lorem ipsum dolor ";
+  for (int i = 0; i < 120; ++i) amet += "sit amet ";
+  for (int i = 0; i < 6; ++i) {
+    messages.push_back({{"role", "user"}, {"content", "Step " + std::to_string(i) + ": " + lorem}});
+    messages.push_back({{"role", "assistant"}, {"content", "Noted step " + std::to_string(i) + ". " + amet}});
+  }
+  messages.push_back({{"role", "user"}, {"content", "and now?"}});
+  return messages;
+}
+
 class ProxyTest : public ::testing::Test {
  protected:
   // `openai_url` empty: the fake upstream (with /v1).
@@ -231,15 +245,7 @@ TEST_F(ProxyTest, UpstreamErrorsPassThroughAndAnUnreachableUpstreamIsA502InTheAp
 TEST_F(ProxyTest, AContextLengthRefusalCompactsTheSessionAndRetriesOnceSmaller) {
   Start({JsonReply(400, R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 300000 tokens > 200000 maximum"}})"),
          JsonReply(200, AnthropicMessage("ok", json::parse(R"([{"type":"text","text":"fits"}])").as_array()))});
-  json::array messages;
-  std::string lorem, amet;
-  for (int i = 0; i < 110; ++i) lorem += "lorem ipsum dolor ";
-  for (int i = 0; i < 120; ++i) amet += "sit amet ";
-  for (int i = 0; i < 6; ++i) {
-    messages.push_back({{"role", "user"}, {"content", "Step " + std::to_string(i) + ": " + lorem}});
-    messages.push_back({{"role", "assistant"}, {"content", "Noted step " + std::to_string(i) + ". " + amet}});
-  }
-  messages.push_back({{"role", "user"}, {"content", "and now?"}});
+  json::array messages = SixLongTurns();
   json::object request{{"model", "claude-sonnet-4-5"}, {"max_tokens", 100}, {"messages", messages}};
   Result<ClientResponse> r = Send("/s/long/v1/messages", request);
   ASSERT_TRUE(r.ok());
@@ -265,15 +271,7 @@ TEST_F(ProxyTest, ARefusedTurnOfOneNewMessageIsStoredCompactedAndRetried) {
   Start({JsonReply(200, AnthropicMessage("m1", first_answer)),
          JsonReply(400, R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 300000 tokens > 200000 maximum"}})"),
          JsonReply(200, AnthropicMessage("m2", json::parse(R"([{"type":"text","text":"fits"}])").as_array()))});
-  json::array messages;
-  std::string lorem, amet;
-  for (int i = 0; i < 110; ++i) lorem += "lorem ipsum dolor ";
-  for (int i = 0; i < 120; ++i) amet += "sit amet ";
-  for (int i = 0; i < 6; ++i) {
-    messages.push_back({{"role", "user"}, {"content", "Step " + std::to_string(i) + ": " + lorem}});
-    messages.push_back({{"role", "assistant"}, {"content", "Noted step " + std::to_string(i) + ". " + amet}});
-  }
-  messages.push_back({{"role", "user"}, {"content", "and now?"}});
+  json::array messages = SixLongTurns();
   json::object request{{"model", "claude-sonnet-4-5"}, {"max_tokens", 100}, {"messages", messages}};
   Result<ClientResponse> r = Send("/s/turns/v1/messages", request);
   ASSERT_TRUE(r.ok());

@@ -116,15 +116,8 @@ TEST_F(ContextPrefixStabilityTest, RecordedSessionsKeepThePrefixIn96PercentOfCon
 TEST_F(ContextPrefixStabilityTest, ALongSessionOfSixTasksKeepsThePrefixIn94PercentOfContexts) {
   const std::vector<std::string> files = TrajectoryFiles();
   if (files.empty()) GTEST_SKIP() << "shared/data/trajectories is not beside the repository";
-  std::vector<Message> conv;
-  for (const std::string& file : files) {
-    for (Message& m : LoadTrajectory(file)) {
-      if (m.role == Role::kSystem && !conv.empty()) continue;
-      conv.push_back(std::move(m));
-    }
-  }
   Figures f;
-  ASSERT_NO_FATAL_FAILURE(Replay("six-tasks", conv, f));
+  ASSERT_NO_FATAL_FAILURE(Replay("six-tasks", OneSession(files), f));
   ExpectAtLeast(f, "six tasks in one session", 94);  // 512/544 (94.1%); 510 before
 }
 

@@ -31,6 +31,19 @@ inline std::vector<std::string> TrajectoryFiles() {
   return files;
 }
 
+// The recorded sessions in `files` as one long session, one after the other (the first
+// one's system message only).
+inline std::vector<Message> OneSession(const std::vector<std::string>& files) {
+  std::vector<Message> conv;
+  for (const std::string& file : files) {
+    for (Message& m : LoadTrajectory(file)) {
+      if (m.role == Role::kSystem && !conv.empty()) continue;
+      conv.push_back(std::move(m));
+    }
+  }
+  return conv;
+}
+
 struct StabilitySession {
   std::string name;
   std::vector<Message> messages;  // a system prompt first

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <set>
 
+#include "context_stability_sessions.h"
 #include "core/context_checks.h"
 #include "core/message_json.h"
 #include "daemon/service/summarization_service.h"
@@ -98,19 +99,6 @@ void CollectErrors(std::string_view text, std::set<std::string>& out) {
     if (line.size() >= 12 && ErrorLine(line)) out.insert(std::string(line.substr(0, 60)));
     start = end + 1;
   }
-}
-
-// The trajectories in the shared folder, sorted by name.
-std::vector<std::string> TrajectoryFiles() {
-  const std::string readme = TrajectoryPath("README.md");
-  std::vector<std::string> files;
-  if (readme.empty()) return files;
-  for (const auto& e :
-       std::filesystem::directory_iterator(std::filesystem::path(readme).parent_path())) {
-    if (e.path().extension() == ".jsonl") files.push_back(e.path().string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 class ReplayRetentionTest : public ServiceFixture {
@@ -258,13 +246,7 @@ class ReplayRetentionTest : public ServiceFixture {
     std::vector<std::string> files = TrajectoryFiles();
     if (files.empty()) GTEST_SKIP() << "shared/data/trajectories is not beside the repository";
     if (reversed) std::reverse(files.begin(), files.end());
-    std::vector<Message> conv;
-    for (const std::string& file : files) {
-      for (Message& m : LoadTrajectory(file)) {
-        if (m.role == Role::kSystem && !conv.empty()) continue;
-        conv.push_back(std::move(m));
-      }
-    }
+    const std::vector<Message> conv = OneSession(files);
     Figures f;
     ASSERT_NO_FATAL_FAILURE(Replay(reversed ? "six-tasks-reversed" : "six-tasks", conv, f));
     ASSERT_GT(f.named, 60u);
