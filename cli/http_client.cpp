@@ -144,7 +144,7 @@ Result<ClientResponse> UnixHttpConnection::RoundTrip(std::string_view bytes,
   if (head_only) return res;
   std::string piece;
   while (conn_.body_pending()) {
-    if (auto failure = conn_.ReadBody(deadline, /*whole_chunk=*/false, &piece)) {
+    if (auto failure = conn_.ReadBody(deadline, httpclient::BodyPiece::kArrived, &piece)) {
       return fail(*failure);
     }
     res.body += piece;
@@ -202,7 +202,8 @@ Result<std::optional<std::string>> UnixHttpConnection::ReadBodyChunk(
     std::chrono::milliseconds timeout) {
   if (!line_buf_.empty()) return std::optional<std::string>(std::exchange(line_buf_, {}));
   std::string piece;
-  if (auto failure = conn_.ReadBody(Clock::now() + timeout, /*whole_chunk=*/true, &piece)) {
+  if (auto failure =
+          conn_.ReadBody(Clock::now() + timeout, httpclient::BodyPiece::kWholeChunk, &piece)) {
     return ToStatus(*failure, path_);
   }
   if (piece.empty()) return std::optional<std::string>();  // the body ended
@@ -225,7 +226,7 @@ Result<std::optional<std::string>> UnixHttpConnection::ReadBodyLine(
       return std::optional<std::string>(std::exchange(line_buf_, {}));
     }
     std::string piece;
-    if (auto failure = conn_.ReadBody(deadline, /*whole_chunk=*/false, &piece)) {
+    if (auto failure = conn_.ReadBody(deadline, httpclient::BodyPiece::kArrived, &piece)) {
       line_buf_.clear();
       return ToStatus(*failure, path_);
     }

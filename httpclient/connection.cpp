@@ -41,6 +41,7 @@ using error_code = boost::system::error_code;
 namespace {
 
 constexpr std::size_t kReadSize = 64 << 10;
+constexpr std::size_t kMaxGatheredPiece = 256 << 10;
 
 // A body that hands its bytes on: the reader appends them to the message's string, from
 // which ReadBody takes them after each step of the parser.
@@ -293,6 +294,13 @@ struct Connection::Impl {
   std::optional<Failure> ConnectTcp(const Endpoint& endpoint, Clock::time_point deadline);
   std::optional<Failure> Handshake(const Endpoint& endpoint, Clock::time_point deadline);
   std::optional<Failure> Fill(Clock::time_point deadline, const char* phase, std::size_t* n);
+  // Bytes wait to be read on a plain socket (TLS: unknown, so false).
+  bool Readable() {
+    error_code ec;
+    if (tcp_socket) return tcp_socket->available(ec) > 0 && !ec;
+    if (unix_socket) return unix_socket->available(ec) > 0 && !ec;
+    return false;
+  }
   void NewParser(const ReadOptions& options);
   void AnswerEnded();
   Failure ParseFailure(const error_code& ec);
@@ -641,7 +649,7 @@ std::optional<Failure> Connection::ReadHead(Clock::time_point deadline, const Re
   }
 }
 
-std::optional<Failure> Connection::ReadBody(Clock::time_point deadline, bool whole_chunk,
+std::optional<Failure> Connection::ReadBody(Clock::time_point deadline, BodyPiece mode,
                                             std::string* piece) {
   piece->clear();
   if (!body_pending()) return std::nullopt;
@@ -653,15 +661,29 @@ std::optional<Failure> Connection::ReadBody(Clock::time_point deadline, bool who
       const std::size_t used = c.parser->put(c.buffer.data(), ec);
       c.buffer.consume(used);
       if (ec && ec != http::error::need_more) return c.ParseFailure(ec);
+      const bool data = !body.empty();
       piece->append(body);
       body.clear();
       if (c.parser->is_done()) {
         c.AnswerEnded();
         return std::nullopt;
       }
-      const bool chunk_unfinished = whole_chunk && c.parser->chunked() && c.chunk_left > 0;
-      if (!piece->empty() && !chunk_unfinished) return std::nullopt;
-      if (!ec && used > 0) continue;  // a step without data (a chunk's size line): parse on
+      // A step without data (a chunk's size line), or more wanted: parse on.
+      const bool more = !data || mode == BodyPiece::kAllArrived ||
+                        (mode == BodyPiece::kWholeChunk && c.parser->chunked() && c.chunk_left > 0);
+      if (!ec && used > 0 && more) continue;
+    }
+    if (!piece->empty()) {
+      switch (mode) {
+        case BodyPiece::kArrived:
+          return std::nullopt;
+        case BodyPiece::kWholeChunk:
+          if (!c.parser->chunked() || c.chunk_left == 0) return std::nullopt;
+          break;
+        case BodyPiece::kAllArrived:
+          if (piece->size() >= kMaxGatheredPiece || !c.Readable()) return std::nullopt;
+          break;
+      }
     }
     std::size_t n = 0;
     if (auto failure = c.Fill(deadline, "reading the response body", &n)) return failure;

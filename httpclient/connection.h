@@ -103,6 +103,14 @@ struct ReadOptions {
 std::string FormatRequest(std::string_view method, std::string_view target,
                           const HeaderList& headers, std::string_view body);
 
+// What one ReadBody hands over.
+enum class BodyPiece {
+  kArrived,     // the bytes that arrived, never across the end of a chunk
+  kWholeChunk,  // for a chunked body, one chunk's data whole (an event per chunk)
+  kAllArrived,  // all that arrived so far, across chunks, up to 256 KB: a relay's pieces
+                // (a sender faster than the reader gives fewer, larger ones)
+};
+
 class Connection {
  public:
   Connection();
@@ -135,11 +143,10 @@ class Connection {
                                                 const ReadOptions& options, ResponseHead* head);
   // The body of the answer whose head was read is not read to its end yet.
   bool body_pending() const;
-  // Replaces *piece with the next bytes of the body: for a chunked body, one chunk's data
-  // whole when `whole_chunk` (else as they arrive, never across chunks). An empty piece
-  // with body_pending() false: the body ended. At its end a connection the answer does not
+  // Replaces *piece with the next bytes of the body (see BodyPiece). An empty piece with
+  // body_pending() false: the body ended. At its end a connection the answer does not
   // keep alive is closed.
-  [[nodiscard]] std::optional<Failure> ReadBody(Clock::time_point deadline, bool whole_chunk,
+  [[nodiscard]] std::optional<Failure> ReadBody(Clock::time_point deadline, BodyPiece mode,
                                                 std::string* piece);
 
  private:

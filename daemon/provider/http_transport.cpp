@@ -127,7 +127,8 @@ struct HttpTransport::Impl {
     answer.retry_after_ms = HeaderValue(head.headers, "retry-after-ms");
     std::string piece;
     while (p.conn.body_pending()) {
-      if (auto failure = p.conn.ReadBody(limits.deadline, /*whole_chunk=*/false, &piece)) {
+      if (auto failure =
+              p.conn.ReadBody(limits.deadline, httpclient::BodyPiece::kAllArrived, &piece)) {
         return *failure;
       }
       answer.body += piece;
@@ -160,7 +161,8 @@ struct HttpTransport::Impl {
       // The first-byte timeout bounds each wait for the next piece (an idle stream).
       const auto idle_deadline =
           std::min(SteadyClock::now() + limits.first_byte_timeout, limits.deadline);
-      if (auto failure = p.conn.ReadBody(idle_deadline, /*whole_chunk=*/false, &piece)) {
+      if (auto failure =
+              p.conn.ReadBody(idle_deadline, httpclient::BodyPiece::kAllArrived, &piece)) {
         out.failure = ToTransportFailure(*failure);
         return out;
       }

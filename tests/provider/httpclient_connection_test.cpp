@@ -190,7 +190,7 @@ TEST(HttpClientConnectionTest, ChunkedPiecesOverTcpThenKeepAlive) {
   std::vector<std::string> pieces;
   std::string piece;
   while (conn.body_pending()) {
-    failure = conn.ReadBody(Clock::now() + 2s, /*whole_chunk=*/false, &piece);
+    failure = conn.ReadBody(Clock::now() + 2s, BodyPiece::kArrived, &piece);
     ASSERT_FALSE(failure) << Describe(failure);
     if (!piece.empty()) pieces.push_back(piece);
   }
@@ -200,10 +200,41 @@ TEST(HttpClientConnectionTest, ChunkedPiecesOverTcpThenKeepAlive) {
 
   ASSERT_FALSE(conn.Write(request, Clock::now() + 2s));
   ASSERT_FALSE(conn.ReadHead(Clock::now() + 2s, {}, &head));
-  ASSERT_FALSE(conn.ReadBody(Clock::now() + 2s, false, &piece));
+  ASSERT_FALSE(conn.ReadBody(Clock::now() + 2s, BodyPiece::kArrived, &piece));
   EXPECT_EQ(piece, "next");
   EXPECT_FALSE(conn.body_pending());
   EXPECT_EQ(server.connections(), 1);
+}
+
+// kAllArrived gathers what has arrived across chunks (one piece for two chunks sent
+// together) and never waits for more: a chunk sent later is a piece of its own.
+TEST(HttpClientConnectionTest, AllArrivedGathersChunksWithoutWaitingForMore) {
+  std::atomic<bool> first_read{false};
+  ScriptedServer server([&](int fd) {
+    if (ReadHead(fd).empty()) return;
+    SendAll(fd,
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "3\r\none\r\n3\r\ntwo\r\n");
+    const auto deadline = Clock::now() + 5s;
+    while (!first_read && Clock::now() < deadline) std::this_thread::sleep_for(1ms);
+    SendAll(fd, "5\r\nthree\r\n0\r\n\r\n");
+  });
+  Connection conn;
+  ASSERT_FALSE(Connect(conn, Loopback(server.port())));
+  ASSERT_FALSE(conn.Write(FormatRequest("GET", "/", {{"Host", "x"}}, ""), Clock::now() + 2s));
+  ResponseHead head;
+  ASSERT_FALSE(conn.ReadHead(Clock::now() + 2s, {}, &head));
+  std::this_thread::sleep_for(50ms);  // both chunks are in the socket
+  std::vector<std::string> pieces;
+  std::string piece;
+  while (conn.body_pending()) {
+    auto failure = conn.ReadBody(Clock::now() + 2s, BodyPiece::kAllArrived, &piece);
+    ASSERT_FALSE(failure) << Describe(failure);
+    if (!piece.empty()) pieces.push_back(piece);
+    first_read = true;
+  }
+  EXPECT_EQ(pieces, (std::vector<std::string>{"onetwo", "three"}));
+  EXPECT_TRUE(conn.reused());
 }
 
 // A server that answers 413 and closes while the request is still being written: the
@@ -227,7 +258,7 @@ TEST(HttpClientConnectionTest, AnAnswerSentBeforeThePeerStoppedReadingIsRead) {
   ASSERT_FALSE(failure) << Describe(failure);
   EXPECT_EQ(head.status, 413);
   std::string piece;
-  ASSERT_FALSE(conn.ReadBody(Clock::now() + 5s, false, &piece));
+  ASSERT_FALSE(conn.ReadBody(Clock::now() + 5s, BodyPiece::kArrived, &piece));
   EXPECT_EQ(piece, "no");
   EXPECT_FALSE(conn.open()) << "the peer is gone: the connection is not reused";
 }
@@ -245,10 +276,10 @@ TEST(HttpClientConnectionTest, ABodyThatStallsTimesOutAndClosesTheConnection) {
   ResponseHead head;
   ASSERT_FALSE(conn.ReadHead(Clock::now() + 2s, {}, &head));
   std::string piece;
-  ASSERT_FALSE(conn.ReadBody(Clock::now() + 2s, false, &piece));
+  ASSERT_FALSE(conn.ReadBody(Clock::now() + 2s, BodyPiece::kArrived, &piece));
   EXPECT_EQ(piece, "abc");
   const auto start = Clock::now();
-  auto failure = conn.ReadBody(start + 150ms, false, &piece);
+  auto failure = conn.ReadBody(start + 150ms, BodyPiece::kArrived, &piece);
   const auto took = Clock::now() - start;
   release = true;
   ASSERT_TRUE(failure);
