@@ -241,7 +241,7 @@ class StreamAnswer final : public SseAnswer {
     return FromMessage(std::move(message_), input_tokens_, output_tokens_);
   }
   size_t partial_chars() const override { return chars_; }
-  bool ended() const override { return stopped_; }
+  std::string_view end_marker() const override { return "message_stop"; }
 
  private:
   void OnEvent(const SseEvent& e) override {

@@ -96,7 +96,7 @@ class StreamAnswer final : public SseAnswer {
     return r;
   }
   size_t partial_chars() const override { return chars_; }
-  bool ended() const override { return done_; }
+  std::string_view end_marker() const override { return "[DONE]"; }
 
  private:
   void OnEvent(const SseEvent& e) override {

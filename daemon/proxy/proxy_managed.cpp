@@ -455,6 +455,7 @@ void ProxyService::Managed(Call& call, Api api_kind) {
   settle();
   const WriteBarrier::Ticket ticket = s.barrier.Begin();
   EndRelayed(out);
+  if (reader) ReadBack(out, *reader);
   if (out.complete && !store_error.empty()) {
     answer_state = "not_stored";  // it would follow a message that is not stored
   } else if (out.complete) {

@@ -100,19 +100,29 @@ RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
     if (stream->closed()) out.client_gone = true;
     return !out.client_gone;
   };
+  // A stream's bytes from the name of its last event on are held (the agent's SDK cannot
+  // read that event before the rest comes); the name may straddle two pieces.
+  const std::string_view marker = reader == nullptr ? std::string_view() : reader->end_marker();
+  bool holding = reader != nullptr && !streamed;
   sink.on_body = [&](std::string_view piece) {
     if (hold) {
       if (out.held_body.size() + piece.size() > kMaxHeldBody) return false;
       out.held_body.append(piece);
       return true;
     }
+    out.bytes += static_cast<int64_t>(piece.size());
     if (reader != nullptr) {
-      reader->Feed(piece);
-      if (!out.tail.empty() || !streamed || reader->ended()) {
-        out.tail.append(piece);  // sent once the answer is stored
-        out.bytes += static_cast<int64_t>(piece.size());
-        return !stream->closed();
+      const size_t before = out.answer.size();
+      out.answer.append(piece);  // read back once the agent has it (ReadBack)
+      if (holding) return !stream->closed();
+      if (!marker.empty()) {
+        const size_t at = std::string_view(out.answer)
+                              .find(marker, before - std::min(before, marker.size() - 1));
+        holding = at != std::string_view::npos;
+        if (holding) piece = piece.substr(0, std::max(at, before) - before);
       }
+      out.held_from = before + piece.size();  // the rest is sent once the request is stored
+      if (piece.empty()) return !stream->closed();
     }
     // Back-pressure: the next piece is read once the agent took most of the last ones.
     while (stream->buffered() > kMaxUnsent && !stream->closed()) {
@@ -123,7 +133,6 @@ RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
       return false;
     }
     stream->Write(std::string(piece));
-    out.bytes += static_cast<int64_t>(piece.size());
     return true;
   };
   provider::StreamOutcome result =
@@ -133,7 +142,8 @@ RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
       out.open_stream = stream;
     } else if (!out.client_gone) {
       // The upstream broke off: the agent sees its stream end early (and its SDK says so).
-      if (!out.tail.empty()) stream->Write(std::move(out.tail));
+      if (out.held_from < out.answer.size()) stream->Write(out.answer.substr(out.held_from));
+      out.held_from = out.answer.size();
       stream->End();
     }
   }
@@ -170,10 +180,19 @@ void CountRequest(metrics::DaemonMetrics* metrics, std::string_view api, const s
 
 void EndRelayed(RelayOutcome& outcome) {
   if (!outcome.open_stream) return;
-  if (!outcome.tail.empty()) outcome.open_stream->Write(std::move(outcome.tail));
-  outcome.tail.clear();
+  if (outcome.held_from < outcome.answer.size()) {
+    outcome.open_stream->Write(outcome.answer.substr(outcome.held_from));
+  }
+  outcome.held_from = outcome.answer.size();
   outcome.open_stream->End();
   outcome.open_stream.reset();
+}
+
+void ReadBack(RelayOutcome& outcome, AnswerReader& reader) {
+  reader.Feed(outcome.answer);
+  outcome.answer.clear();
+  outcome.answer.shrink_to_fit();
+  outcome.held_from = 0;
 }
 
 void SendHeld(HttpExchange& exchange, const RelayOutcome& outcome) {

@@ -1,13 +1,13 @@
 // Relay: one upstream call for one agent request. A 2xx answer is streamed to the agent
-// as it arrives (status, headers, then each piece of the body, unchanged), and fed to the
-// AnswerReader that rebuilds the assistant message, except what must wait until the
-// caller has settled the request (EndRelayed): a stream's piece holding its last event, a
-// JSON body whole (the agent's request is stored before it has the whole answer); the
-// next piece is read only once the
-// agent's connection has taken the last ones (back-pressure), and an agent that goes away
-// cancels the upstream call. A non-2xx answer is held back whole for the caller, which may
-// retry (a context-length refusal) or pass it on (SendHeld). Blocking: run it on a relay
-// thread.
+// as it arrives (status, headers, then each piece of the body, unchanged) and kept for the
+// AnswerReader that rebuilds the assistant message (ReadBack, once the agent has it: no
+// parse on the relay's path), except what must wait until the caller has settled the
+// request (EndRelayed): from the piece that names a stream's last event on, a JSON body
+// whole (the agent's request is stored before it has the whole answer). The next piece is
+// read only once the agent's connection has taken the last ones (back-pressure), and an
+// agent that goes away cancels the upstream call. A non-2xx answer is held back whole for
+// the caller, which may retry (a context-length refusal) or pass it on (SendHeld).
+// Blocking: run it on a relay thread.
 #pragma once
 
 #include <chrono>
@@ -39,11 +39,14 @@ struct RelayOutcome {
   HttpHeaderList held_headers;
   int64_t first_byte_ms = 0;  // from the upstream call's start to the answer's head
   std::chrono::steady_clock::time_point head_at{};  // when the answer's head came
-  int64_t bytes = 0;          // body bytes relayed
+  int64_t bytes = 0;                                // body bytes relayed
   // A complete answer's stream to the agent, left open with its held tail: the caller
-  // stores the answer, then ends it (EndRelayed).
+  // stores the request, then ends it (EndRelayed).
   std::shared_ptr<BodyStream> open_stream;
-  std::string tail;
+  // The answer's bytes as relayed (with a reader), for ReadBack; from `held_from` on,
+  // not sent yet (the tail EndRelayed sends).
+  std::string answer;
+  size_t held_from = 0;
 };
 
 // Headers of the agent's request to send on: all but hop-by-hop ones, Host,
@@ -61,9 +64,14 @@ RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
 // Sends the held tail and ends the agent's stream of a complete answer (idempotent).
 void EndRelayed(RelayOutcome& outcome);
 
+// Hands the answer's bytes to `reader` (once the agent has them: the parse is kept off the
+// relay's path) and lets them go.
+void ReadBack(RelayOutcome& outcome, AnswerReader& reader);
+
 // Counts a finished proxied request in /metrics (`metrics` may be null).
-void CountRequest(metrics::DaemonMetrics* metrics, std::string_view api, const std::string& upstream,
-                  const RelayOutcome& outcome, std::chrono::steady_clock::time_point start);
+void CountRequest(metrics::DaemonMetrics* metrics, std::string_view api,
+                  const std::string& upstream, const RelayOutcome& outcome,
+                  std::chrono::steady_clock::time_point start);
 
 // Passes a held answer on to the agent as it came.
 void SendHeld(HttpExchange& exchange, const RelayOutcome& outcome);

@@ -178,7 +178,7 @@ class StreamAnswer final : public SseAnswer {
     return FromResponse(response);
   }
   size_t partial_chars() const override { return chars_; }
-  bool ended() const override { return completed_; }
+  std::string_view end_marker() const override { return "response.completed"; }
 
  private:
   void OnEvent(const SseEvent& e) override {

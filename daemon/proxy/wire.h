@@ -54,10 +54,10 @@ struct ParsedRequest {
 // One message of what the proxy sends.
 struct OutItem {
   enum class Kind {
-    kNative,    // request.messages[index], sent as the agent sent it
-    kRewritten, // request.messages[index] as the context engine changed it (`engine`:
-                // the kept part, pruned or truncated)
-    kInjected,  // a message missyd adds: a summary, the pinned task (`engine`, one)
+    kNative,     // request.messages[index], sent as the agent sent it
+    kRewritten,  // request.messages[index] as the context engine changed it (`engine`:
+                 // the kept part, pruned or truncated)
+    kInjected,   // a message missyd adds: a summary, the pinned task (`engine`, one)
   };
   Kind kind = Kind::kNative;
   size_t index = 0;
@@ -91,9 +91,11 @@ class AnswerReader {
   virtual Result<Rebuilt> Finish() = 0;
   // What was rebuilt so far (a stream cut short), for the audit event.
   virtual size_t partial_chars() const = 0;
-  // A stream's last event (message_stop, [DONE], response.completed) has been fed: the
-  // relay holds that piece back until the answer is stored. Always false for a JSON body.
-  virtual bool ended() const { return false; }
+  // What names a stream's last event in its bytes (message_stop, [DONE],
+  // response.completed): the relay holds the answer from there on until the request is
+  // stored (a text that names it only holds the rest of the stream early). Empty for a
+  // JSON body, which is held whole.
+  virtual std::string_view end_marker() const { return {}; }
 };
 
 // Counts "cache_control" markers in a JSON value (the API allows four per request).
