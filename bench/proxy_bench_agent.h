@@ -181,6 +181,7 @@ struct Timed {
   // end, which waits until the answer is stored (a durable commit).
   double before_last_ms = 0;
   size_t last_piece_bytes = 0;
+  size_t first_piece_bytes = 0;  // read at first_ms (a chunk is read whole)
   double end_ms = 0;        // the body's end (the last chunk)
   std::string body;
 };
@@ -216,7 +217,10 @@ inline Timed Send(missy::UnixHttpConnection& conn, const std::string& target,
       break;
     }
     if ((*piece)->empty()) continue;
-    if (first) t.first_ms = Ms(t0, now);
+    if (first) {
+      t.first_ms = Ms(t0, now);
+      t.first_piece_bytes = (*piece)->size();
+    }
     first = false;
     t.before_last_ms = t.last_data_ms;
     t.last_data_ms = Ms(t0, now);
