@@ -55,6 +55,8 @@ struct HttpEndpoint {
   std::string listener;  // HttpRequest::listener: "api", "127.0.0.1:8788", "unix:/p"
   size_t body_limit = 0;
   std::chrono::milliseconds read_timeout{0};  // also bounds each response write
+  // NetOptions::proxy_body_watch, for the proxy listeners (else empty).
+  std::function<std::shared_ptr<BodyWatch>(const HttpRequest& head)> body_watch{};
 };
 
 // An accepted connection the server tracks until it reports itself closed.

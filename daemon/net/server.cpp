@@ -353,7 +353,7 @@ class ServerImpl final : public NetServer, public ServerContext {
   Status ServeProxy(std::unique_ptr<Listener> listener, int fd, std::string_view how) {
     listener->endpoint = std::make_shared<const HttpEndpoint>(
         HttpEndpoint{options_.proxy_handler, listener->name, options_.proxy_body_limit,
-                     options_.proxy_read_timeout});
+                     options_.proxy_read_timeout, options_.proxy_body_watch});
     const std::string name = listener->name;
     MISSY_RETURN_IF_ERROR(Adopt(std::move(listener), fd));
     proxy_addresses_.push_back(name);

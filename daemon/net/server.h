@@ -43,6 +43,16 @@
 
 namespace missy {
 
+// Sees a large request body as it arrives, read by read, on the connection's loop thread
+// (so it must be quick: the proxy compares each read with the previous turn's body while
+// the sender refills the socket). See NetOptions::proxy_body_watch.
+class BodyWatch {
+ public:
+  virtual ~BodyWatch() = default;
+  // The body's next bytes, starting at `offset`: called in order, without gaps.
+  virtual void Arrived(size_t offset, std::string_view bytes) = 0;
+};
+
 struct HttpRequest {
   std::string method;  // "GET", "POST", ...
   std::string target;  // "/v1/sessions?limit=5" (path plus query, undecoded)
@@ -56,6 +66,8 @@ struct HttpRequest {
   std::string listener;
   // When its head was read (its body is read after): how long a body took to arrive.
   std::chrono::steady_clock::time_point head_read_at{};
+  // The watch that saw every byte of the body (NetOptions::proxy_body_watch), or null.
+  std::shared_ptr<BodyWatch> body_watch;
 };
 
 // Extra response headers, sent in this order after the ones the server sets. Entries
@@ -191,6 +203,9 @@ struct NetOptions {
   // whatever its outcome.
   std::vector<int> proxy_listen_fds;
   HttpHandler proxy_handler;  // required when proxy_listen or proxy_listen_fds is not empty
+  // Optional: asked, with the head of a proxy request whose body is large (a declared
+  // length over 64 KB; `head` has no body), for a watch to see that body as it arrives.
+  std::function<std::shared_ptr<BodyWatch>(const HttpRequest& head)> proxy_body_watch;
   // Listeners of the inspector page alone (context.ui.listen): loopback TCP only, with the
   // proxy listeners' peer-uid check and read timeout, a 1 MiB body limit, and ui_handler.
   std::vector<ListenAddress> ui_listen;

@@ -168,6 +168,68 @@ TEST(ProxyListenerTest, ProxyListenersHaveTheirOwnBodyLimit) {
   EXPECT_EQ(too_big->status, 413);
 }
 
+// Records what a body watch was shown.
+class RecordingWatch final : public BodyWatch {
+ public:
+  void Arrived(size_t offset, std::string_view bytes) override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (offset != seen.size()) gaps = true;
+    seen.append(bytes);
+    ++calls;
+  }
+  std::mutex mu;
+  std::string seen;
+  int calls = 0;
+  bool gaps = false;
+};
+
+// A large body is shown to the endpoint's watch as it arrives, every byte in order, and the
+// request carries the watch; a small one is not watched.
+TEST(ProxyListenerTest, ALargeBodyIsShownToTheWatchAsItArrives) {
+  TempDir dir;
+  NetOptions opts = ProxyOptions(dir, {Tcp4()});
+  std::mutex mu;
+  std::vector<std::string> heads;  // method and target of each head the factory got
+  std::shared_ptr<RecordingWatch> watch;
+  opts.proxy_body_watch = [&](const HttpRequest& head) -> std::shared_ptr<BodyWatch> {
+    std::lock_guard<std::mutex> lock(mu);
+    heads.push_back(head.method + " " + head.target + " " + head.headers.at("content-length") +
+                    " body " + std::to_string(head.body.size()));
+    watch = std::make_shared<RecordingWatch>();
+    return watch;
+  };
+  std::shared_ptr<BodyWatch> carried;
+  opts.proxy_handler = SyncHandler([&](const HttpRequest& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    carried = r.body_watch;
+    return HttpResponse{200, "text/plain", std::to_string(r.body.size())};
+  });
+  RunningServer server(opts, ApiHandler());
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  std::string big(3 << 20, 'x');
+  for (size_t i = 0; i < big.size(); i += 4093) big[i] = static_cast<char>('a' + i % 26);
+  auto r = TcpCall(server->ProxyAddresses()[0], "POST", "/s/a/v1/messages?beta=true", big);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->body, std::to_string(big.size()));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(heads, std::vector<std::string>{"POST /s/a/v1/messages?beta=true 3145728 body 0"});
+    ASSERT_NE(watch, nullptr);
+    EXPECT_EQ(carried, watch);
+    std::lock_guard<std::mutex> seen_lock(watch->mu);
+    EXPECT_TRUE(watch->seen == big) << watch->seen.size() << " bytes seen";
+    EXPECT_FALSE(watch->gaps);
+    EXPECT_GT(watch->calls, 1);  // read by read, not once at the end
+    carried.reset();
+  }
+  auto small = TcpCall(server->ProxyAddresses()[0], "POST", "/v1/messages", "{}");
+  ASSERT_TRUE(small.has_value());
+  EXPECT_EQ(small->body, "2");
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(heads.size(), 1u);
+  EXPECT_EQ(carried, nullptr);
+}
+
 TEST(ProxyListenerTest, ExtraResponseHeadersArriveAfterTheServersOwn) {
   TempDir dir;
   NetOptions opts = ProxyOptions(dir, {Tcp4()});
