@@ -316,6 +316,9 @@ int main(int argc, char** argv) {
         }
         p->Handle(std::move(request), std::move(exchange));
       };
+      net.proxy_body_watch = [p = proxy_service.get()](const HttpRequest& head) {
+        return p->WatchBody(head);
+      };
       net.proxy_body_limit = static_cast<size_t>(config->proxy.max_body_bytes);
     }
     BacklogProvider backlog = [&audit](const SubscribeRequest& req, int64_t after_seq,

@@ -104,6 +104,12 @@ size_t EstimatedBytes(const std::string& body) {
   return body.size() * ParseCache::kMemoryPerByte;
 }
 
+// A kept body's memory serves a later request's body (net::BodyPool), unless a watch
+// still compares with it.
+void GiveBack(std::shared_ptr<std::string> body) {
+  if (body && body.use_count() == 1) net::BodyPool::Shared().Give(std::move(*body));
+}
+
 }  // namespace
 
 bool ScanList(std::string_view text, std::string_view key, size_t& list_open, Spans& spans) {
@@ -132,13 +138,53 @@ bool ScanList(std::string_view text, std::string_view key, size_t& list_open, Sp
   return false;
 }
 
-bool ParseCache::TakeBest(Api api, std::string_view body, Entry& out, size_t& same) {
+PrefixWatch::PrefixWatch(std::vector<std::shared_ptr<const std::string>> kept) {
+  candidates_.reserve(kept.size());
+  for (auto& body : kept) candidates_.push_back(Candidate{std::move(body)});
+}
+
+void PrefixWatch::Arrived(size_t offset, std::string_view bytes) {
+  for (Candidate& c : candidates_) {
+    if (c.diverged || c.same != offset) {
+      c.diverged = true;
+      continue;
+    }
+    const std::string_view kept =
+        std::string_view(*c.body).substr(std::min(offset, c.body->size()), bytes.size());
+    const size_t n = CommonBytes(kept, bytes);
+    c.same += n;
+    c.diverged = n < bytes.size();
+  }
+}
+
+std::optional<size_t> PrefixWatch::Common(const std::string* kept) const {
+  for (const Candidate& c : candidates_) {
+    if (c.body.get() == kept) return c.same;
+  }
+  return std::nullopt;
+}
+
+std::shared_ptr<PrefixWatch> ParseCache::Watch(Api api) const {
+  if (api == Api::kResponses) return nullptr;
+  std::vector<std::shared_ptr<const std::string>> kept;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Entry& e : entries_) {
+    if (e.parsed.request.api == api && OneMessagePerElement(e.parsed)) kept.push_back(e.body);
+  }
+  if (kept.empty()) return nullptr;
+  return std::make_shared<PrefixWatch>(std::move(kept));
+}
+
+bool ParseCache::TakeBest(Api api, std::string_view body, const PrefixWatch* watch, Entry& out,
+                          size_t& same) {
   std::lock_guard<std::mutex> lock(mu_);
   auto best = entries_.end();
   same = 0;
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     if (it->parsed.request.api != api || !OneMessagePerElement(it->parsed)) continue;
-    const size_t n = CommonBytes(it->body, body);
+    const std::optional<size_t> watched =
+        watch != nullptr ? watch->Common(it->body.get()) : std::nullopt;
+    const size_t n = watched ? *watched : CommonBytes(*it->body, body);
     // Of use only when its first history message is among the equal bytes (else it is
     // another conversation's, left for it).
     const auto& spans = it->parsed.spans;
@@ -150,21 +196,24 @@ bool ParseCache::TakeBest(Api api, std::string_view body, Entry& out, size_t& sa
     }
   }
   if (best == entries_.end()) return false;
-  bytes_ -= EstimatedBytes(best->body);
+  bytes_ -= EstimatedBytes(*best->body);
   out = std::move(*best);
   entries_.erase(best);
   return true;
 }
 
-Result<ParsedBody> ParseCache::Parse(Api api, std::string_view body, FullParse parse) {
+Result<ParsedBody> ParseCache::Parse(Api api, std::string_view body, FullParse parse,
+                                     std::shared_ptr<BodyWatch> watch) {
   Entry kept;
-  // The kept body's memory serves a later request's body (net::BodyPool).
-  struct GiveBack {
+  struct GiveBackAtEnd {
     Entry& e;
-    ~GiveBack() { net::BodyPool::Shared().Give(std::move(e.body)); }
+    ~GiveBackAtEnd() { GiveBack(std::move(e.body)); }
   } give_back{kept};
   size_t same = 0;
-  if (api != Api::kResponses && TakeBest(api, body, kept, same)) {
+  const bool found = api != Api::kResponses &&
+                     TakeBest(api, body, dynamic_cast<const PrefixWatch*>(watch.get()), kept, same);
+  watch.reset();  // it holds the kept bodies it compared with
+  if (found) {
     const Spans& old = kept.parsed.spans;
     const size_t leading = kept.parsed.request.leading;
     // The elements that are the same bytes as last time, and in the same place.
@@ -223,12 +272,13 @@ void ParseCache::Keep(std::string body, ParsedBody parsed) {
       EstimatedBytes(body) > kMaxBytes) {
     return;
   }
+  auto kept = std::make_shared<std::string>(std::move(body));
   std::lock_guard<std::mutex> lock(mu_);
-  bytes_ += EstimatedBytes(body);
-  entries_.push_front(Entry{std::move(body), std::move(parsed)});
+  bytes_ += EstimatedBytes(*kept);
+  entries_.push_front(Entry{std::move(kept), std::move(parsed)});
   while (entries_.size() > kMaxEntries || bytes_ > kMaxBytes) {
-    bytes_ -= EstimatedBytes(entries_.back().body);
-    net::BodyPool::Shared().Give(std::move(entries_.back().body));
+    bytes_ -= EstimatedBytes(*entries_.back().body);
+    GiveBack(std::move(entries_.back().body));
     entries_.pop_back();
   }
 }

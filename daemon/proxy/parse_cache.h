@@ -19,13 +19,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "core/status.h"
+#include "daemon/net/server.h"
 #include "daemon/proxy/wire.h"
 
 namespace missy::proxy {
@@ -44,6 +47,26 @@ struct ParsedBody {
 bool ScanList(std::string_view text, std::string_view key, size_t& list_open,
               std::vector<std::pair<size_t, size_t>>& spans);
 
+// Compares a request body, as it arrives, with the kept bodies of its API (ParseCache::
+// Watch): the compare of megabytes runs while the agent's sender refills the socket, not
+// after. Holds the bodies it compares with (a kept body it holds stays out of the pool).
+class PrefixWatch final : public BodyWatch {
+ public:
+  explicit PrefixWatch(std::vector<std::shared_ptr<const std::string>> kept);
+  void Arrived(size_t offset, std::string_view bytes) override;
+  // How many leading bytes `kept` shares with what arrived (nullopt: not one it watched).
+  // Meant once every byte arrived (net gives the request a watch only then).
+  std::optional<size_t> Common(const std::string* kept) const;
+
+ private:
+  struct Candidate {
+    std::shared_ptr<const std::string> body;
+    size_t same = 0;
+    bool diverged = false;
+  };
+  std::vector<Candidate> candidates_;
+};
+
 class ParseCache {
  public:
   using FullParse = Result<ParsedRequest> (*)(std::string_view);
@@ -52,8 +75,13 @@ class ParseCache {
   static constexpr size_t kMemoryPerByte = 4;
 
   // Parses `body` with `parse` (the codec's whole parse), reusing the kept request of
-  // the same API whose bytes match `body` longest.
-  Result<ParsedBody> Parse(Api api, std::string_view body, FullParse parse);
+  // the same API whose bytes match `body` longest. `watch`: a PrefixWatch from Watch that
+  // saw all of `body` arrive (its compares are used; it is let go before the kept body
+  // goes back to the pool), or null.
+  Result<ParsedBody> Parse(Api api, std::string_view body, FullParse parse,
+                           std::shared_ptr<BodyWatch> watch = nullptr);
+  // A watch comparing a body of `api` with the requests kept now; null when none is.
+  std::shared_ptr<PrefixWatch> Watch(Api api) const;
   // Keeps a request that was parsed from `body` for the next turn of its conversation.
   void Keep(std::string body, ParsedBody parsed);
 
@@ -61,12 +89,13 @@ class ParseCache {
 
  private:
   struct Entry {
-    std::string body;
+    std::shared_ptr<std::string> body;  // shared with the watches of bodies arriving
     ParsedBody parsed;
   };
   // Takes out the kept entry of `api` with the longest common prefix with `body`, among
   // those whose first history message is in it; `same` is set to that prefix's length.
-  bool TakeBest(Api api, std::string_view body, Entry& out, size_t& same);
+  bool TakeBest(Api api, std::string_view body, const PrefixWatch* watch, Entry& out,
+                size_t& same);
 
   mutable std::mutex mu_;
   std::list<Entry> entries_;  // most recently kept first

@@ -289,7 +289,8 @@ void ProxyService::Managed(Call& call, Api api_kind) {
   const std::string api(ApiName(api_kind));
 
   // 1. What the agent sent.
-  Result<ParsedBody> parsed = parse_cache_.Parse(api_kind, call.request.body, codec.parse);
+  Result<ParsedBody> parsed = parse_cache_.Parse(api_kind, call.request.body, codec.parse,
+                                                  std::move(call.request.body_watch));
   if (!parsed.ok()) {
     const std::string field = parsed.status().field();
     return call.Fail(400, "invalid_request_error",

@@ -66,6 +66,16 @@ void ProxyService::Handle(HttpRequest request, std::shared_ptr<HttpExchange> exc
   }).detach();
 }
 
+std::shared_ptr<BodyWatch> ProxyService::WatchBody(const HttpRequest& head) const {
+  if (head.method != "POST") return nullptr;
+  const std::string path = PathOnly(SplitPath(head.target).rest);
+  if (path == "/v1/messages" || path == "/messages") return parse_cache_.Watch(Api::kAnthropic);
+  if (path == "/v1/chat/completions" || path == "/chat/completions") {
+    return parse_cache_.Watch(Api::kChat);
+  }
+  return nullptr;
+}
+
 void ProxyService::Run(const std::shared_ptr<Call>& call) {
   const ProxyConfig& cfg = call->config->proxy;
   if (!cfg.token_file.empty()) {

@@ -41,6 +41,9 @@ class ProxyService {
   ~ProxyService();  // Stop(10 s)
 
   void Handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange);
+  // NetOptions::proxy_body_watch: for a managed request's large body, a watch comparing it
+  // with the last turns' bodies as it arrives (null for the others). Any thread.
+  std::shared_ptr<BodyWatch> WatchBody(const HttpRequest& head) const;
   // New requests get 503; those in progress get up to `grace` (their upstream calls are
   // not cut: an agent's answer in flight is worth finishing).
   void Stop(std::chrono::milliseconds grace);

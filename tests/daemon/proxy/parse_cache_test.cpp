@@ -145,6 +145,59 @@ TEST(ParseCache, AnEditedEarlyMessageOrFieldsBeforeTheListFallBackToWhatChanged)
   ExpectSameAsWhole(*c, ParseAnthropicRequest(other));
 }
 
+// Shows `watch` all of `body` in pieces of `piece` bytes, as net does while it arrives.
+void ArriveInPieces(BodyWatch& watch, std::string_view body, size_t piece) {
+  for (size_t at = 0; at < body.size(); at += piece) watch.Arrived(at, body.substr(at, piece));
+}
+
+// A body compared while it arrives parses as one compared after: the same reuse, the same
+// result, for an appended turn, an edit in the middle and an edit in the first bytes.
+TEST(ParseCache, ABodyComparedAsItArrivesParsesAsOneComparedAfter) {
+  const std::string first = AnthropicBody(40);
+  std::string edited = AnthropicBody(41);
+  edited.replace(edited.find("step 7"), 6, "STEP 7");
+  std::string other_model = AnthropicBody(41);
+  other_model.replace(other_model.find("claude-sonnet-4-5"), 17, "claude-opus-4-1xx");
+  struct Case {
+    std::string body;
+    size_t reused;
+  };
+  for (const Case& c : {Case{AnthropicBody(41), 80u}, Case{edited, 15u}, Case{other_model, 0u}}) {
+    for (size_t piece : {size_t{1}, size_t{7}, size_t{4096}, c.body.size()}) {
+      ParseCache cache;
+      EXPECT_EQ(cache.Watch(Api::kAnthropic), nullptr);  // nothing kept: nothing to compare
+      cache.Keep(first, *cache.Parse(Api::kAnthropic, first, ParseAnthropicRequest));
+      EXPECT_EQ(cache.Watch(Api::kChat), nullptr);  // another API's bodies are not compared
+      std::shared_ptr<PrefixWatch> watch = cache.Watch(Api::kAnthropic);
+      ASSERT_NE(watch, nullptr);
+      ArriveInPieces(*watch, c.body, piece);
+      Result<ParsedBody> got = cache.Parse(Api::kAnthropic, c.body, ParseAnthropicRequest, watch);
+      ASSERT_TRUE(got.ok());
+      EXPECT_EQ(got->reused, c.reused) << "pieces of " << piece;
+      ExpectSameAsWhole(*got, ParseAnthropicRequest(c.body));
+    }
+  }
+}
+
+// A watch that saw an edit arrive reuses the messages before it, and knows nothing of a
+// body it did not compare with.
+TEST(ParseCache, AWatchThatSawAnEditReusesOnlyTheMessagesBeforeIt) {
+  ParseCache cache;
+  const std::string first = AnthropicBody(10);
+  cache.Keep(first, *cache.Parse(Api::kAnthropic, first, ParseAnthropicRequest));
+  std::shared_ptr<PrefixWatch> watch = cache.Watch(Api::kAnthropic);
+  ASSERT_NE(watch, nullptr);
+  std::string changed = first;
+  const size_t at = changed.find("step 3");
+  changed[at] = 'S';
+  ArriveInPieces(*watch, changed, 100);
+  EXPECT_EQ(watch->Common(&first), std::nullopt);  // not a body it watched
+  Result<ParsedBody> got = cache.Parse(Api::kAnthropic, changed, ParseAnthropicRequest, watch);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->reused, 7u);  // the user's task and messages 1..6; "step 3" is in message 7
+  ExpectSameAsWhole(*got, ParseAnthropicRequest(changed));
+}
+
 TEST(ParseCache, AnErrorInANewMessageNamesItsPlaceInTheWholeList) {
   ParseCache cache;
   const std::string first = AnthropicBody(10, false);
