@@ -1,6 +1,7 @@
 #include "daemon/proxy/parse_cache.h"
 
 #include <algorithm>
+#include <boost/json.hpp>
 #include <cstring>
 
 #include "daemon/net/body_pool.h"
@@ -100,14 +101,65 @@ bool OneMessagePerElement(const ParsedBody& p) {
          p.spans.size() == p.request.leading + p.request.messages.size();
 }
 
-size_t EstimatedBytes(const std::string& body) {
-  return body.size() * ParseCache::kMemoryPerByte;
+// Where the list whose last element ends at `p` closes (its ']'), or npos.
+size_t ListClose(std::string_view t, size_t p) {
+  p = SkipSpace(t, p);
+  return p < t.size() && t[p] == ']' ? p : std::string_view::npos;
 }
+
+size_t EstimatedBytes(const std::string& body) { return body.size() * ParseCache::kMemoryPerByte; }
 
 // A kept body's memory serves a later request's body (net::BodyPool), unless a watch
 // still compares with it.
 void GiveBack(std::shared_ptr<std::string> body) {
   if (body && body.use_count() == 1) net::BodyPool::Shared().Give(std::move(*body));
+}
+
+// The turn parsed when everything past the list is the kept request's, byte for byte, as
+// everything before it is (the agent's system prompt and tools, resent every turn): only
+// the new elements are parsed, in a body of the model, the list's leading elements (chat's
+// system messages) and them; every other field is the kept parse's. `spans`: the body's
+// elements, the first `reuse` the kept ones. Nothing when the rest differs or the short
+// body does not parse as expected (the caller then parses the rest whole).
+std::optional<ParsedBody> ParseNewOnly(Api api, std::string_view body, ParseCache::FullParse parse,
+                                       std::string_view kept_body, ParsedBody& kept,
+                                       const Spans& spans, size_t reuse) {
+  const size_t leading = kept.request.leading;
+  const size_t close = ListClose(body, spans.back().second);
+  const size_t kept_close = ListClose(kept_body, kept.spans.back().second);
+  if (close == std::string_view::npos || kept_close == std::string_view::npos ||
+      body.substr(close) != kept_body.substr(kept_close)) {
+    return std::nullopt;
+  }
+  std::string light = "{\"model\":" + json::serialize(json::value(kept.request.model)) + ",\"";
+  light.append(ListKey(api));
+  light.append("\":[");
+  if (leading > 0)
+    light.append(body.substr(spans[0].first, spans[leading - 1].second - spans[0].first));
+  if (reuse < spans.size()) {
+    if (leading > 0) light.push_back(',');
+    light.append(body.substr(spans[reuse].first, spans.back().second - spans[reuse].first));
+  }
+  light.append("]}");
+  Result<ParsedRequest> fresh = parse(light);
+  if (!fresh.ok() || fresh->leading != leading || fresh->messages.size() != spans.size() - reuse) {
+    return std::nullopt;
+  }
+  json::value* list = kept.request.body.if_contains(ListKey(api));
+  if (list == nullptr || !list->is_array()) return std::nullopt;
+  ParsedBody out;
+  out.request = std::move(kept.request);
+  out.request.messages.resize(reuse - leading);
+  out.request.messages.reserve(out.request.messages.size() + fresh->messages.size());
+  for (NativeMessage& m : fresh->messages) out.request.messages.push_back(std::move(m));
+  // The list holds what a whole parse leaves where it took a message out (an empty object).
+  out.request.body.at(ListKey(api))
+      .get_array()
+      .resize(leading + out.request.messages.size(), json::value(json::object()));
+  out.list_open = kept.list_open;
+  out.spans = spans;
+  out.reused = reuse - leading;
+  return out;
 }
 
 }  // namespace
@@ -217,23 +269,28 @@ Result<ParsedBody> ParseCache::Parse(Api api, std::string_view body, FullParse p
     const Spans& old = kept.parsed.spans;
     const size_t leading = kept.parsed.request.leading;
     // The elements that are the same bytes as last time, and in the same place.
-    const size_t reuse = static_cast<size_t>(
-        std::upper_bound(old.begin(), old.end(), same,
-                         [](size_t n, const std::pair<size_t, size_t>& s) { return n < s.second; }) -
-        old.begin());
+    const size_t reuse =
+        static_cast<size_t>(std::upper_bound(old.begin(), old.end(), same,
+                                             [](size_t n, const std::pair<size_t, size_t>& s) {
+                                               return n < s.second;
+                                             }) -
+                            old.begin());
     Spans spans(old.begin(), old.begin() + reuse);
     if (reuse > leading && ScanElements(body, spans.back().second, false, spans)) {
       // The body without the reused messages: they are not parsed again.
       const size_t cut_from = leading > 0 ? spans[leading - 1].second : spans[leading].first;
       const size_t cut_to = reuse < spans.size() ? spans[reuse].first : spans[reuse - 1].second;
+      if (std::optional<ParsedBody> light =
+              ParseNewOnly(api, body, parse, *kept.body, kept.parsed, spans, reuse)) {
+        return std::move(*light);
+      }
       std::string rest;
       rest.reserve(body.size() - (cut_to - cut_from));
       rest.append(body.substr(0, cut_from));
       if (leading > 0 && reuse < spans.size()) rest.push_back(',');
       rest.append(body.substr(cut_to));
       Result<ParsedRequest> tail = parse(rest);
-      if (tail.ok() && tail->leading == leading &&
-          tail->messages.size() == spans.size() - reuse) {
+      if (tail.ok() && tail->leading == leading && tail->messages.size() == spans.size() - reuse) {
         std::vector<NativeMessage> messages = std::move(kept.parsed.request.messages);
         messages.resize(reuse - leading);
         messages.reserve(messages.size() + tail->messages.size());

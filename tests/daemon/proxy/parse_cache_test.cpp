@@ -145,6 +145,57 @@ TEST(ParseCache, AnEditedEarlyMessageOrFieldsBeforeTheListFallBackToWhatChanged)
   ExpectSameAsWhole(*c, ParseAnthropicRequest(other));
 }
 
+// The bytes the counting parse was given.
+size_t g_parsed_bytes = 0;
+Result<ParsedRequest> CountingParse(std::string_view body) {
+  g_parsed_bytes += body.size();
+  return ParseAnthropicRequest(body);
+}
+
+// The system prompt and tools, resent every turn before or after the list (Claude Code
+// sends them after it), are not parsed again while their bytes stay the same; once they
+// change, they are, and either way the result is the whole parse's.
+TEST(ParseCache, FieldsAroundTheListAreParsedAgainOnlyWhenTheirBytesChanged) {
+  const std::string tools(20000, 't');
+  for (bool fields_first : {false, true}) {
+    SCOPED_TRACE(fields_first ? "system and tools before the list" : "after the list");
+    auto body_with = [&](int loops, const std::string& system) {
+      json::object parsed = json::parse(AnthropicBody(loops)).as_object();
+      json::object v;
+      v["model"] = parsed["model"];
+      if (!fields_first) v["messages"] = parsed["messages"];
+      v["system"] = system;
+      v["tools"] = json::array{json::object{{"name", "bash"}, {"description", tools}}};
+      if (fields_first) v["messages"] = parsed["messages"];
+      v["max_tokens"] = 32000;
+      return json::serialize(v);
+    };
+    ParseCache cache;
+    const std::string first = body_with(30, "You are an agent.");
+    cache.Keep(first, *cache.Parse(Api::kAnthropic, first, CountingParse));
+    const std::string next = body_with(31, "You are an agent.");
+    g_parsed_bytes = 0;
+    Result<ParsedBody> same_fields = cache.Parse(Api::kAnthropic, next, CountingParse);
+    ASSERT_TRUE(same_fields.ok());
+    EXPECT_EQ(same_fields->reused, 60u);
+    EXPECT_LT(g_parsed_bytes, 2000u);  // the three changed messages, not the 20 KB of tools
+    ExpectSameAsWhole(*same_fields, ParseAnthropicRequest(next));
+    cache.Keep(next, std::move(*same_fields));
+
+    // Another system prompt after the list: parsed again. (Before the list, a change there
+    // is a change before the first message: the body is parsed whole, as tested above.)
+    if (fields_first) continue;
+    const std::string other_system = body_with(32, "You are a careful agent.");
+    g_parsed_bytes = 0;
+    Result<ParsedBody> changed = cache.Parse(Api::kAnthropic, other_system, CountingParse);
+    ASSERT_TRUE(changed.ok());
+    EXPECT_EQ(changed->reused, 62u);
+    EXPECT_GT(g_parsed_bytes, tools.size());
+    ExpectSameAsWhole(*changed, ParseAnthropicRequest(other_system));
+    EXPECT_EQ(json::serialize(changed->request.body.at("system")), "\"You are a careful agent.\"");
+  }
+}
+
 // Shows `watch` all of `body` in pieces of `piece` bytes, as net does while it arrives.
 void ArriveInPieces(BodyWatch& watch, std::string_view body, size_t piece) {
   for (size_t at = 0; at < body.size(); at += piece) watch.Arrived(at, body.substr(at, piece));
