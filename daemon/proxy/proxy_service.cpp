@@ -52,7 +52,7 @@ void ProxyService::Handle(HttpRequest request, std::shared_ptr<HttpExchange> exc
                      : Family::kOpenAi;
   if (stopping_) return call->Fail(503, "overloaded_error", "missyd is shutting down");
   ++active_;
-  std::thread([this, call] {
+  relay_threads_.Run([this, call] {
     try {
       Run(call);
     } catch (const std::exception& e) {
@@ -63,7 +63,7 @@ void ProxyService::Handle(HttpRequest request, std::shared_ptr<HttpExchange> exc
     call->exchange.reset();
     std::lock_guard<std::mutex> lock(mu_);
     if (--active_ == 0) idle_.notify_all();
-  }).detach();
+  });
 }
 
 std::shared_ptr<BodyWatch> ProxyService::WatchBody(const HttpRequest& head) const {

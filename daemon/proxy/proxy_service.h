@@ -12,8 +12,8 @@
 // and audited as unmanaged. A path may start with /s/{session} to name the session.
 //
 // Thread safety: Handle may be called from any thread; each request runs on a relay
-// thread of its own (requests of one conversation one after the other). Stop() waits for
-// them; the Services must outlive it.
+// thread of its own, an idle one reused (RelayThreads; requests of one conversation one
+// after the other). Stop() waits for them; the Services must outlive it.
 #pragma once
 
 #include <atomic>
@@ -26,6 +26,7 @@
 #include "daemon/net/server.h"
 #include "daemon/proxy/conversations.h"
 #include "daemon/proxy/parse_cache.h"
+#include "daemon/proxy/relay_threads.h"
 #include "daemon/proxy/upstreams.h"
 #include "daemon/proxy/wire.h"
 
@@ -66,6 +67,7 @@ class ProxyService {
   std::atomic<bool> stopping_{false};
   std::mutex mu_;
   std::condition_variable idle_;
+  RelayThreads relay_threads_;  // last: its threads are let go first (Stop waited for the tasks)
 };
 
 }  // namespace missy::proxy
