@@ -426,7 +426,7 @@ std::string BuildAnthropicRequest(const ParsedRequest& request, const Outgoing& 
   for (const OutItem& item : out.items) {
     switch (item.kind) {
       case OutItem::Kind::kNative:
-        messages.Ref(request.messages[item.index].native);
+        messages.Ref(request.messages[item.index].native, out.raw.Element(item.index));
         break;
       case OutItem::Kind::kRewritten:
         messages.Own(Rewrite(request.messages[item.index], item.engine));

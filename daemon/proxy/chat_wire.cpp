@@ -212,11 +212,12 @@ std::string BuildChatRequest(const ParsedRequest& request, const Outgoing& out) 
   const json::object& body = request.body;
   const json::array& list = request.body.at("messages").get_array();
   OutList messages;
-  for (size_t i = 0; i < request.leading; ++i) messages.Ref(list[i]);
+  for (size_t i = 0; i < request.leading; ++i) messages.Ref(list[i], out.raw.Element(i));
   for (const OutItem& item : out.items) {
     switch (item.kind) {
       case OutItem::Kind::kNative:
-        messages.Ref(request.messages[item.index].native);
+        messages.Ref(request.messages[item.index].native,
+                     out.raw.Element(request.leading + item.index));
         break;
       case OutItem::Kind::kRewritten:
       case OutItem::Kind::kInjected:

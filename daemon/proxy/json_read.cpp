@@ -46,11 +46,13 @@ namespace {
 
 void AppendList(std::string& out, const OutList& list) {
   out += '[';
-  bool first = true;
-  for (const boost::json::value* v : list.items()) {
-    if (!first) out += ',';
-    first = false;
-    out += boost::json::serialize(*v);
+  for (size_t i = 0; i < list.items().size(); ++i) {
+    if (i > 0) out += ',';
+    if (std::string_view raw = list.raw(i); !raw.empty()) {
+      out += raw;
+    } else {
+      out += boost::json::serialize(*list.items()[i]);
+    }
   }
   out += ']';
 }

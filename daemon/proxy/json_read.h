@@ -48,24 +48,33 @@ Status TakeNatives(boost::json::array& list, size_t from, ToEngine to_engine,
 // built here owned.
 class OutList {
  public:
-  void Ref(const boost::json::value& v) { items_.push_back(&v); }
+  // `raw`: the value's JSON text as the agent sent it, written instead of serializing it.
+  void Ref(const boost::json::value& v, std::string_view raw = {}) {
+    items_.push_back(&v);
+    raw_.push_back(raw);
+  }
   // Adds `v` (at the front, or at the end); the reference stays valid.
   boost::json::value& Own(boost::json::value v, bool front = false) {
     owned_.push_back(std::move(v));
     boost::json::value& added = owned_.back();
     if (front) {
       items_.insert(items_.begin(), &added);
+      raw_.insert(raw_.begin(), std::string_view());
     } else {
       items_.push_back(&added);
+      raw_.push_back(std::string_view());
     }
     return added;
   }
   const std::vector<const boost::json::value*>& items() const { return items_; }
+  // The agent's text of items()[i], or "" (serialize it).
+  std::string_view raw(size_t i) const { return raw_[i]; }
   bool empty() const { return items_.empty(); }
 
  private:
   std::deque<boost::json::value> owned_;  // stable addresses
   std::vector<const boost::json::value*> items_;
+  std::vector<std::string_view> raw_;
 };
 
 // The JSON text of `o` with `key`'s value replaced by `list` (added last when absent),

@@ -406,6 +406,10 @@ void ProxyService::Managed(Call& call, Api api_kind) {
     sent = MapContext(built->context, request.messages, conversation.rows, request.system_text,
                       alongside ? std::optional<size_t>(request.messages.size() - 1)
                                 : std::nullopt);
+    // The agent's bytes of each unchanged message, when the list's places are known.
+    if (parsed->spans.size() == request.leading + request.messages.size()) {
+      sent.raw = RawList{call.request.body, &parsed->spans};
+    }
     const std::string body = codec.build(request, sent);
     reader = codec.reader(request.stream);
     out = Relay(*upstream, "POST", headers, body, *call.exchange, reader.get(), request.stream);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/message.h"
@@ -64,8 +65,22 @@ struct OutItem {
   std::vector<Message> engine;
 };
 
+// Where each element of the request's list lies in the agent's body text: an unchanged
+// message goes out as the agent's own bytes, not serialized again.
+struct RawList {
+  std::string_view text;
+  const std::vector<std::pair<size_t, size_t>>* spans = nullptr;  // null: not known
+  // List element `i`'s text (chat's leading system messages count), or "" when not known.
+  std::string_view Element(size_t i) const {
+    if (spans == nullptr || i >= spans->size()) return {};
+    const auto& [begin, end] = (*spans)[i];
+    return text.substr(begin, end - begin);
+  }
+};
+
 struct Outgoing {
   std::vector<OutItem> items;
+  RawList raw;  // the agent's body, for the kNative items (optional)
   // Put one cache breakpoint on the last injected message (the summaries: the stable
   // start of what is sent), unless the request already holds the API's four.
   bool mark_injected_for_cache = true;

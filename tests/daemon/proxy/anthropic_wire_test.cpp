@@ -93,6 +93,34 @@ TEST(AnthropicWire, UntouchedMessagesGoOutJsonEqualAndEverythingElseIsKept) {
   EXPECT_EQ(sent, original);  // nothing to change: the same document
 }
 
+// With the places of the list's elements in the agent's body, an unchanged message goes
+// out as the agent's own bytes (its spacing and key order too); the others are written.
+TEST(AnthropicWire, UntouchedMessagesGoOutAsTheAgentsOwnBytesWhenTheirPlacesAreKnown) {
+  const std::string body =
+      "{\"model\":\"m\",\"max_tokens\":10,\"messages\":[ {\"content\" : \"fix it\",  \"role\":\"user\"},"
+      "{\"role\":\"assistant\",\"content\":\"ok\"}, {\"role\":\"user\",\"content\":\"now\"} ]}";
+  Result<ParsedRequest> r = ParseAnthropicRequest(body);
+  ASSERT_TRUE(r.ok());
+  const std::vector<std::pair<size_t, size_t>> spans = {
+      {body.find("{\"content\" :"), body.find(",{\"role\":\"assistant")},
+      {body.find("{\"role\":\"assistant"), body.find(", {\"role\":\"user\",\"content\":\"now")},
+      {body.find("{\"role\":\"user\",\"content\":\"now"), body.rfind(" ]}")}};
+  Outgoing out;
+  out.raw = RawList{body, &spans};
+  out.items.push_back(OutItem{OutItem::Kind::kNative, 0, {}});
+  out.items.push_back(OutItem{OutItem::Kind::kRewritten, 1, {Message::Assistant("OK.")}});
+  out.items.push_back(OutItem{OutItem::Kind::kNative, 2, {}});
+  const std::string sent = BuildAnthropicRequest(*r, out);
+  EXPECT_NE(sent.find("[{\"content\" : \"fix it\",  \"role\":\"user\"},"), std::string::npos) << sent;
+  EXPECT_NE(sent.find(",{\"role\":\"user\",\"content\":\"now\"}]"), std::string::npos) << sent;
+  json::value parsed = json::parse(sent);
+  EXPECT_EQ(parsed.at("messages").at(1).at("content").at(0).at("text"), "OK.");
+  // The same document as without the places.
+  Outgoing written = out;
+  written.raw = RawList{};
+  EXPECT_EQ(parsed, json::parse(BuildAnthropicRequest(*r, written)));
+}
+
 TEST(AnthropicWire, InjectedSummariesComeFirstWithOneCacheBreakpointAndTheSystemIsUntouched) {
   Result<ParsedRequest> r = ParseAnthropicRequest(kToolLoop);
   ASSERT_TRUE(r.ok());
