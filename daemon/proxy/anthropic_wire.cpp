@@ -452,7 +452,7 @@ std::string BuildAnthropicRequest(const ParsedRequest& request, const Outgoing& 
     json::array& blocks = last_injected->get_object()["content"].get_array();
     if (!blocks.empty()) blocks.back().get_object()["cache_control"] = {{"type", "ephemeral"}};
   }
-  return SerializeReplacing(body, "messages", messages);
+  return WriteBody(body, "messages", messages, out.raw);
 }
 
 std::unique_ptr<AnswerReader> MakeAnthropicReader(bool stream) {

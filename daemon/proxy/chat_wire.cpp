@@ -225,7 +225,7 @@ std::string BuildChatRequest(const ParsedRequest& request, const Outgoing& out) 
         break;
     }
   }
-  return SerializeReplacing(body, "messages", messages);
+  return WriteBody(body, "messages", messages, out.raw);
 }
 
 std::unique_ptr<AnswerReader> MakeChatReader(bool stream) {

@@ -84,4 +84,18 @@ std::string SerializeReplacing(const boost::json::object& o, std::string_view ke
   return out;
 }
 
+std::string WriteBody(const boost::json::object& o, std::string_view key, const OutList& list,
+                      const RawList& raw) {
+  if (raw.open >= raw.close || raw.close >= raw.text.size() || raw.text[raw.open] != '[' ||
+      raw.text[raw.close] != ']') {
+    return SerializeReplacing(o, key, list);
+  }
+  std::string out;
+  out.reserve(raw.open + (raw.text.size() - raw.close) + list.items().size() * 512);
+  out.append(raw.text.substr(0, raw.open));
+  AppendList(out, list);
+  out.append(raw.text.substr(raw.close + 1));
+  return out;
+}
+
 }  // namespace missy::proxy

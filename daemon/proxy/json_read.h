@@ -77,6 +77,12 @@ class OutList {
   std::vector<std::string_view> raw_;
 };
 
+// The request body sent upstream: the agent's own text with the list's elements replaced
+// by `list` when `raw` knows where the list lies (every other member goes out as the
+// agent's bytes: `o` holds them unchanged), else SerializeReplacing(o, key, list).
+std::string WriteBody(const boost::json::object& o, std::string_view key, const OutList& list,
+                      const RawList& raw);
+
 // The JSON text of `o` with `key`'s value replaced by `list` (added last when absent),
 // every other member written as it is and in its order: the rest of the request goes out
 // as the agent sent it, and nothing is copied to write it.

@@ -164,6 +164,11 @@ std::optional<ParsedBody> ParseNewOnly(Api api, std::string_view body, ParseCach
 
 }  // namespace
 
+size_t ListCloseOf(std::string_view text, const ParsedBody& parsed) {
+  if (parsed.list_open == std::string_view::npos) return std::string_view::npos;
+  return ListClose(text, parsed.spans.empty() ? parsed.list_open + 1 : parsed.spans.back().second);
+}
+
 bool ScanList(std::string_view text, std::string_view key, size_t& list_open, Spans& spans) {
   spans.clear();
   size_t p = SkipSpace(text, 0);

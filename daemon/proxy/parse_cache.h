@@ -41,6 +41,10 @@ struct ParsedBody {
   size_t reused = 0;  // messages taken from the previous parse (0: parsed whole)
 };
 
+// Where the message list of `parsed` closes (its ']') in `text`, the body it was parsed
+// from; npos when not known.
+size_t ListCloseOf(std::string_view text, const ParsedBody& parsed);
+
 // Where the top-level member `key`'s array opens in a JSON object's text, and the
 // [begin, end) of each of its elements. False when the text cannot be scanned (not an
 // object, no such array, malformed). Exposed for tests.

@@ -408,7 +408,8 @@ void ProxyService::Managed(Call& call, Api api_kind) {
                                 : std::nullopt);
     // The agent's bytes of each unchanged message, when the list's places are known.
     if (parsed->spans.size() == request.leading + request.messages.size()) {
-      sent.raw = RawList{call.request.body, &parsed->spans};
+      sent.raw = RawList{call.request.body, &parsed->spans, parsed->list_open,
+                         ListCloseOf(call.request.body, *parsed)};
     }
     const std::string body = codec.build(request, sent);
     reader = codec.reader(request.stream);

@@ -70,6 +70,10 @@ struct OutItem {
 struct RawList {
   std::string_view text;
   const std::vector<std::pair<size_t, size_t>>* spans = nullptr;  // null: not known
+  // The list's '[' and ']' in `text` (npos: not known): everything outside them, the
+  // request's other members, goes out as the agent's bytes too.
+  size_t open = std::string_view::npos;
+  size_t close = std::string_view::npos;
   // List element `i`'s text (chat's leading system messages count), or "" when not known.
   std::string_view Element(size_t i) const {
     if (spans == nullptr || i >= spans->size()) return {};

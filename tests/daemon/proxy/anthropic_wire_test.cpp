@@ -94,17 +94,20 @@ TEST(AnthropicWire, UntouchedMessagesGoOutJsonEqualAndEverythingElseIsKept) {
 }
 
 // With the places of the list's elements in the agent's body, an unchanged message goes
-// out as the agent's own bytes (its spacing and key order too); the others are written.
+// out as the agent's own bytes (its spacing and key order too), and so does everything
+// outside the list; the others are written.
 TEST(AnthropicWire, UntouchedMessagesGoOutAsTheAgentsOwnBytesWhenTheirPlacesAreKnown) {
   const std::string body =
-      "{\"model\":\"m\",\"max_tokens\":10,\"messages\":[ {\"content\" : \"fix it\",  \"role\":\"user\"},"
-      "{\"role\":\"assistant\",\"content\":\"ok\"}, {\"role\":\"user\",\"content\":\"now\"} ]}";
+      "{\"model\":\"m\", \"system\" : [{\"type\":\"text\",\"text\":\"Be brief.\"}],"
+      "\"max_tokens\":10,\"messages\":[ {\"content\" : \"fix it\",  \"role\":\"user\"},"
+      "{\"role\":\"assistant\",\"content\":\"ok\"}, {\"role\":\"user\",\"content\":\"now\"} ],"
+      " \"tools\":[ ] }";
   Result<ParsedRequest> r = ParseAnthropicRequest(body);
   ASSERT_TRUE(r.ok());
   const std::vector<std::pair<size_t, size_t>> spans = {
       {body.find("{\"content\" :"), body.find(",{\"role\":\"assistant")},
       {body.find("{\"role\":\"assistant"), body.find(", {\"role\":\"user\",\"content\":\"now")},
-      {body.find("{\"role\":\"user\",\"content\":\"now"), body.rfind(" ]}")}};
+      {body.find("{\"role\":\"user\",\"content\":\"now"), body.find(" ],")}};
   Outgoing out;
   out.raw = RawList{body, &spans};
   out.items.push_back(OutItem{OutItem::Kind::kNative, 0, {}});
@@ -119,6 +122,14 @@ TEST(AnthropicWire, UntouchedMessagesGoOutAsTheAgentsOwnBytesWhenTheirPlacesAreK
   Outgoing written = out;
   written.raw = RawList{};
   EXPECT_EQ(parsed, json::parse(BuildAnthropicRequest(*r, written)));
+
+  // The list's brackets known too: the other members are the agent's bytes.
+  out.raw.open = body.find('[', body.find("\"messages\""));
+  out.raw.close = body.find(" ],") + 1;
+  const std::string whole = BuildAnthropicRequest(*r, out);
+  EXPECT_EQ(whole.substr(0, out.raw.open), body.substr(0, out.raw.open));
+  EXPECT_TRUE(whole.ends_with("], \"tools\":[ ] }")) << whole;
+  EXPECT_EQ(json::parse(whole), parsed);
 }
 
 TEST(AnthropicWire, InjectedSummariesComeFirstWithOneCacheBreakpointAndTheSystemIsUntouched) {

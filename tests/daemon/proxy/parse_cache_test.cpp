@@ -180,6 +180,11 @@ TEST(ParseCache, FieldsAroundTheListAreParsedAgainOnlyWhenTheirBytesChanged) {
     EXPECT_EQ(same_fields->reused, 60u);
     EXPECT_LT(g_parsed_bytes, 2000u);  // the three changed messages, not the 20 KB of tools
     ExpectSameAsWhole(*same_fields, ParseAnthropicRequest(next));
+    // Where the list closes: what follows it is the rest of the body, as sent.
+    const size_t close = ListCloseOf(next, *same_fields);
+    ASSERT_LT(close, next.size());
+    EXPECT_EQ(next.substr(close, 2), "],");  // the list is never the last member here
+    EXPECT_EQ(next[same_fields->list_open], '[');
     cache.Keep(next, std::move(*same_fields));
 
     // Another system prompt after the list: parsed again. (Before the list, a change there
