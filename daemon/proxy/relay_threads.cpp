@@ -26,14 +26,12 @@ struct RelayThreads::State {
       task = nullptr;
       std::unique_lock<std::mutex> lock(s.mu);
       ++s.idle;
-      const bool woken = s.work.wait_for(lock, s.idle_for,
-                                         [&] { return !s.queue.empty() || s.stopping; });
-      if (!s.queue.empty()) {
+      s.work.wait_for(lock, s.idle_for, [&] { return !s.queue.empty() || s.stopping; });
+      if (!s.queue.empty()) {  // a task claimed this thread (or another idle one)
         task = std::move(s.queue.front());
         s.queue.pop_front();
         continue;
       }
-      (void)woken;
       --s.idle;  // idle for too long, or stopping: this thread ends
       --s.threads;
       s.gone.notify_all();
