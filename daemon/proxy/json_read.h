@@ -5,9 +5,9 @@
 #include <boost/json.hpp>
 #include <cstdint>
 #include <deque>
-#include <vector>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "daemon/proxy/sse.h"
 #include "daemon/proxy/wire.h"

@@ -119,11 +119,12 @@ void GiveBack(std::shared_ptr<std::string> body) {
 // everything before it is (the agent's system prompt and tools, resent every turn): only
 // the new elements are parsed, in a body of the model, the list's leading elements (chat's
 // system messages) and them; every other field is the kept parse's. `spans`: the body's
-// elements, the first `reuse` the kept ones. Nothing when the rest differs or the short
-// body does not parse as expected (the caller then parses the rest whole).
+// elements, the first `reuse` the kept ones (moved into the result). Nothing when the rest
+// differs or the short body does not parse as expected (the caller then parses the rest
+// whole, `spans` untouched).
 std::optional<ParsedBody> ParseNewOnly(Api api, std::string_view body, ParseCache::FullParse parse,
                                        std::string_view kept_body, ParsedBody& kept,
-                                       const Spans& spans, size_t reuse) {
+                                       Spans& spans, size_t reuse) {
   const size_t leading = kept.request.leading;
   const size_t close = ListClose(body, spans.back().second);
   const size_t kept_close = ListClose(kept_body, kept.spans.back().second);
@@ -157,8 +158,8 @@ std::optional<ParsedBody> ParseNewOnly(Api api, std::string_view body, ParseCach
       .get_array()
       .resize(leading + out.request.messages.size(), json::value(json::object()));
   out.list_open = kept.list_open;
-  out.spans = spans;
   out.reused = reuse - leading;
+  out.spans = std::move(spans);  // taken only here: the caller falls back on them otherwise
   return out;
 }
 
