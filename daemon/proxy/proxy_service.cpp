@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 #include <future>
+#include <optional>
 #include <thread>
 
 #include "config/token_file.h"
@@ -20,6 +21,19 @@
 namespace missy::proxy {
 
 namespace json = boost::json;
+
+namespace {
+
+// The API of a POST to `path` that the proxy manages (the path after any /s/ and /t/
+// prefix, without its query).
+std::optional<Api> ManagedApi(const std::string& path) {
+  if (path == "/v1/messages" || path == "/messages") return Api::kAnthropic;
+  if (path == "/v1/chat/completions" || path == "/chat/completions") return Api::kChat;
+  if (path == "/v1/responses" || path == "/responses") return Api::kResponses;
+  return std::nullopt;
+}
+
+}  // namespace
 
 ProxyService::ProxyService(Services& services) : services_(services) {}
 
@@ -68,12 +82,8 @@ void ProxyService::Handle(HttpRequest request, std::shared_ptr<HttpExchange> exc
 
 std::shared_ptr<BodyWatch> ProxyService::WatchBody(const HttpRequest& head) const {
   if (head.method != "POST") return nullptr;
-  const std::string path = PathOnly(SplitPath(head.target).rest);
-  if (path == "/v1/messages" || path == "/messages") return parse_cache_.Watch(Api::kAnthropic);
-  if (path == "/v1/chat/completions" || path == "/chat/completions") {
-    return parse_cache_.Watch(Api::kChat);
-  }
-  return nullptr;
+  const std::optional<Api> api = ManagedApi(PathOnly(SplitPath(head.target).rest));
+  return api ? parse_cache_.Watch(*api) : nullptr;
 }
 
 void ProxyService::Run(const std::shared_ptr<Call>& call) {
@@ -95,16 +105,14 @@ void ProxyService::Run(const std::shared_ptr<Call>& call) {
   }
   const std::string path = PathOnly(call->path.rest);
   if (call->request.method == "POST") {
-    if (path == "/v1/messages" || path == "/messages") return Managed(*call, Api::kAnthropic);
     if (path == "/v1/messages/count_tokens" || path == "/messages/count_tokens") {
       return CountTokens(*call);
     }
-    if (path == "/v1/chat/completions" || path == "/chat/completions") {
-      return Managed(*call, Api::kChat);
-    }
-    if ((path == "/v1/responses" || path == "/responses") &&
-        call->request.body.find("\"previous_response_id\"") == std::string::npos) {
-      return Managed(*call, Api::kResponses);
+    // A Responses request chained by previous_response_id: the provider holds its history.
+    const std::optional<Api> api = ManagedApi(path);
+    if (api && (*api != Api::kResponses ||
+                call->request.body.find("\"previous_response_id\"") == std::string::npos)) {
+      return Managed(*call, *api);
     }
   }
   Passthrough(*call);
@@ -125,11 +133,11 @@ void ProxyService::Passthrough(Call& call, std::string reason) {
       }
     }
   }
-  Result<UpstreamTarget> up =
-      upstreams_.For(*call.config, call.family, model, call.path.rest);
+  Result<UpstreamTarget> up = upstreams_.For(*call.config, call.family, model, call.path.rest);
   if (!up.ok()) return call.Fail(500, "api_error", "missyd proxy: " + up.status().message());
-  RelayOutcome out = Relay(*up, call.request.method, ForwardHeaders(call.request.headers, up->credentials),
-                           call.request.body, *call.exchange, nullptr);
+  RelayOutcome out =
+      Relay(*up, call.request.method, ForwardHeaders(call.request.headers, up->credentials),
+            call.request.body, *call.exchange, nullptr);
   EndRelayed(out);
   call.AnswerUnrelayed(out, up->base);
   services_.deps.audit->Emit(AuditRecord{
