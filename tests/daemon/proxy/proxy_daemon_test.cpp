@@ -242,8 +242,14 @@ TEST_F(ProxyTest, UpstreamErrorsPassThroughAndAnUnreachableUpstreamIsA502InTheAp
             std::string::npos);
 }
 
+// The upstream's refusal of a request over the model's window.
+Reply TooLongReply() {
+  return JsonReply(400, R"({"type":"error","error":{"type":"invalid_request_error","message":)"
+                        R"("prompt is too long: 300000 tokens > 200000 maximum"}})");
+}
+
 TEST_F(ProxyTest, AContextLengthRefusalCompactsTheSessionAndRetriesOnceSmaller) {
-  Start({JsonReply(400, R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 300000 tokens > 200000 maximum"}})"),
+  Start({TooLongReply(),
          JsonReply(200, AnthropicMessage("ok", json::parse(R"([{"type":"text","text":"fits"}])").as_array()))});
   json::array messages = SixLongTurns();
   json::object request{{"model", "claude-sonnet-4-5"}, {"max_tokens", 100}, {"messages", messages}};
@@ -269,7 +275,7 @@ TEST_F(ProxyTest, AContextLengthRefusalCompactsTheSessionAndRetriesOnceSmaller) 
 TEST_F(ProxyTest, ARefusedTurnOfOneNewMessageIsStoredCompactedAndRetried) {
   const json::array first_answer = json::parse(R"([{"type":"text","text":"first"}])").as_array();
   Start({JsonReply(200, AnthropicMessage("m1", first_answer)),
-         JsonReply(400, R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 300000 tokens > 200000 maximum"}})"),
+         TooLongReply(),
          JsonReply(200, AnthropicMessage("m2", json::parse(R"([{"type":"text","text":"fits"}])").as_array()))});
   json::array messages = SixLongTurns();
   json::object request{{"model", "claude-sonnet-4-5"}, {"max_tokens", 100}, {"messages", messages}};

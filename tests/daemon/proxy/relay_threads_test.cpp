@@ -48,18 +48,21 @@ TEST(RelayThreadsTest, ATaskAfterAnotherReusesItsThread) {
 TEST(RelayThreadsTest, BlockingTasksEachGetAThreadAtOnce) {
   RelayThreads pool;
   std::atomic<int> started{0};
+  std::atomic<int> together{0};  // tasks that saw all eight started
   std::atomic<int> finished{0};
   for (int round = 0; round < 3; ++round) {  // the later rounds on the idle threads
     started = 0;
+    together = 0;
     finished = 0;
     for (int i = 0; i < 8; ++i) {
       pool.Run([&] {
         ++started;
-        Eventually([&] { return started.load() == 8; });
+        if (Eventually([&] { return started.load() == 8; })) ++together;
         ++finished;
       });
     }
     ASSERT_TRUE(Eventually([&] { return finished.load() == 8; })) << "round " << round;
+    EXPECT_EQ(together.load(), 8) << "round " << round;
     EXPECT_TRUE(Eventually([&] { return pool.idle() == 8; }));
     EXPECT_EQ(pool.threads(), 8u);
   }
