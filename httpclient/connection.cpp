@@ -654,26 +654,37 @@ std::optional<Failure> Connection::ReadBody(Clock::time_point deadline, BodyPiec
   piece->clear();
   if (!body_pending()) return std::nullopt;
   Impl& c = *impl_;
+  // The parser writes the body's bytes straight into the piece (no copy after it): the
+  // piece is its body while this call parses, and is handed back on every return but a
+  // failure's (which drops the parser).
   std::string& body = c.parser->get().body();
+  body.swap(*piece);
+  struct HandBack {
+    Impl& c;
+    std::string* piece;
+    ~HandBack() {
+      if (c.parser) piece->swap(c.parser->get().body());
+    }
+  } hand_back{c, piece};
   for (;;) {
     if (c.buffer.size() > 0) {
       error_code ec;
+      const std::size_t before = body.size();
       const std::size_t used = c.parser->put(c.buffer.data(), ec);
       c.buffer.consume(used);
       if (ec && ec != http::error::need_more) return c.ParseFailure(ec);
-      const bool data = !body.empty();
-      piece->append(body);
-      body.clear();
+      const bool data = body.size() > before;
       if (c.parser->is_done()) {
         c.AnswerEnded();
         return std::nullopt;
       }
       // A step without data (a chunk's size line), or more wanted: parse on.
-      const bool more = !data || mode == BodyPiece::kAllArrived ||
-                        (mode == BodyPiece::kWholeChunk && c.parser->chunked() && c.chunk_left > 0);
+      const bool more =
+          !data || (mode == BodyPiece::kAllArrived && body.size() < kMaxGatheredPiece) ||
+          (mode == BodyPiece::kWholeChunk && c.parser->chunked() && c.chunk_left > 0);
       if (!ec && used > 0 && more) continue;
     }
-    if (!piece->empty()) {
+    if (!body.empty()) {
       switch (mode) {
         case BodyPiece::kArrived:
           return std::nullopt;
@@ -681,7 +692,7 @@ std::optional<Failure> Connection::ReadBody(Clock::time_point deadline, BodyPiec
           if (!c.parser->chunked() || c.chunk_left == 0) return std::nullopt;
           break;
         case BodyPiece::kAllArrived:
-          if (piece->size() >= kMaxGatheredPiece || !c.Readable()) return std::nullopt;
+          if (body.size() >= kMaxGatheredPiece || !c.Readable()) return std::nullopt;
           break;
       }
     }

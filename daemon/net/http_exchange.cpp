@@ -29,11 +29,11 @@ bool StreamState::NotifyLocked() {
   return true;
 }
 
-bool StreamState::Write(std::string chunk) {
-  if (chunk.empty()) return false;
+bool StreamState::Write(std::shared_ptr<const std::string> chunk) {
+  if (!chunk || chunk->empty()) return false;
   std::lock_guard<std::mutex> lock(mu_);
   if (dead_.load() || ended_.load()) return false;
-  unsent_ += chunk.size();
+  unsent_ += chunk->size();
   if (unsent_ > limit_) {
     spdlog::warn("stream cut: the peer reads too slowly ({} unsent bytes, limit {})", unsent_,
                  limit_);
@@ -61,7 +61,7 @@ StreamState::Batch StreamState::Take(size_t max_bytes) {
     return batch;
   }
   while (!queue_.empty() && (batch.chunks.empty() || batch.bytes < max_bytes)) {
-    batch.bytes += queue_.front().size();
+    batch.bytes += queue_.front()->size();
     batch.chunks.push_back(std::move(queue_.front()));
     queue_.pop_front();
   }
@@ -102,6 +102,10 @@ class BodyStreamImpl final : public BodyStream {
   ~BodyStreamImpl() override { End(); }
 
   void Write(std::string chunk) override {
+    if (chunk.empty()) return;
+    WriteShared(std::make_shared<const std::string>(std::move(chunk)));
+  }
+  void WriteShared(std::shared_ptr<const std::string> chunk) override {
     if (state_->Write(std::move(chunk))) Notify();
   }
   void End() override {

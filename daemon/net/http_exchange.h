@@ -26,14 +26,14 @@ class StreamState {
 
   // Producer side; each returns true when the connection must be notified (at most one
   // notification is outstanding). Over `limit` unsent bytes the stream is cut.
-  bool Write(std::string chunk);
+  bool Write(std::shared_ptr<const std::string> chunk);
   bool End();
   bool closed() const { return dead_.load() || ended_.load(); }
   size_t unsent() const;
 
   // Connection side.
   struct Batch {
-    std::vector<std::string> chunks;
+    std::vector<std::shared_ptr<const std::string>> chunks;
     size_t bytes = 0;
     bool last = false;  // End() was called and every chunk is in this or an earlier batch
     bool cut = false;   // the producer overran the limit: close the connection
@@ -50,7 +50,7 @@ class StreamState {
 
   const size_t limit_;
   mutable std::mutex mu_;
-  std::deque<std::string> queue_;
+  std::deque<std::shared_ptr<const std::string>> queue_;
   size_t unsent_ = 0;  // queued or being written
   bool end_taken_ = false;
   bool cut_ = false;

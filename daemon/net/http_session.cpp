@@ -216,7 +216,8 @@ class HttpSession final : public Connection,
   bool out_chunked_ = true;
   bool out_keep_alive_ = false;
   bool out_writing_ = false;
-  std::vector<std::string> out_parts_;  // what the write in flight points into
+  std::vector<std::string> out_parts_;  // what the write in flight points into: head, sizes
+  std::vector<std::shared_ptr<const std::string>> out_chunks_;  // and the chunks' bytes
   bool watching_ = false;               // waiting for the peer to close during a stream
   uint64_t watch_generation_ = 0;
 };
@@ -531,25 +532,20 @@ void HttpSession::FlushStream() {
   out_head_.clear();
   static const std::string kCrlf = "\r\n";
   static const std::string kLastChunk = "0\r\n\r\n";
-  for (std::string& chunk : batch.chunks) {
-    if (out_chunked_) out_parts_.push_back(ChunkSizeLine(chunk.size()));
-    out_parts_.push_back(std::move(chunk));
+  if (out_chunked_) {
+    for (const auto& chunk : batch.chunks) out_parts_.push_back(ChunkSizeLine(chunk->size()));
   }
   // Buffers are taken once out_parts_ stopped growing (moving a short string moves its
-  // bytes).
+  // bytes); the chunks' bytes are written from where the producer left them.
   std::vector<asio::const_buffer> buffers;
-  buffers.reserve(out_parts_.size() * 2 + 2);
-  size_t i = 0;
-  if (has_head) buffers.push_back(asio::buffer(out_parts_[i++]));
-  while (i < out_parts_.size()) {
-    if (out_chunked_) {
-      buffers.push_back(asio::buffer(out_parts_[i++]));  // size line
-      buffers.push_back(asio::buffer(out_parts_[i++]));  // data
-      buffers.push_back(asio::buffer(kCrlf));
-    } else {
-      buffers.push_back(asio::buffer(out_parts_[i++]));
-    }
+  buffers.reserve(batch.chunks.size() * 3 + 2);
+  if (has_head) buffers.push_back(asio::buffer(out_parts_[0]));
+  for (size_t c = 0; c < batch.chunks.size(); ++c) {
+    if (out_chunked_) buffers.push_back(asio::buffer(out_parts_[c + (has_head ? 1 : 0)]));
+    buffers.push_back(asio::buffer(*batch.chunks[c]));
+    if (out_chunked_) buffers.push_back(asio::buffer(kCrlf));
   }
+  out_chunks_ = std::move(batch.chunks);
   if (batch.last && out_chunked_) buffers.push_back(asio::buffer(kLastChunk));
   if (buffers.empty()) {
     if (batch.last) FinishStream();
@@ -566,6 +562,7 @@ void HttpSession::FlushStream() {
 void HttpSession::OnStreamWrite(const error_code& ec, size_t payload_bytes, bool last) {
   out_writing_ = false;
   out_parts_.clear();
+  out_chunks_.clear();
   if (out_state_) out_state_->Written(payload_bytes);
   if (ec) return Close();
   if (last) return FinishStream();

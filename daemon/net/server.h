@@ -94,6 +94,9 @@ class BodyStream {
   // When the unsent bytes exceed NetOptions::stream_buffer_bytes the peer is too slow:
   // the connection is closed and closed() turns true.
   virtual void Write(std::string chunk) = 0;
+  // The same for bytes the caller keeps too (a relay reads them back later): sent without
+  // a copy where the stream allows it (this default copies).
+  virtual void WriteShared(std::shared_ptr<const std::string> chunk) { Write(*chunk); }
   // Bytes written and not yet handed to the socket.
   virtual size_t buffered() const = 0;
   // Sends the last chunk; the connection then serves its next request (keep-alive).

@@ -51,12 +51,12 @@ struct HttpHead {
 };
 
 // Receives an answer as it arrives. on_head is called once, then on_body for each piece of
-// the (de-chunked) body; either returns false to abandon the call: the connection is
-// closed at once, which is how a relay cancels the upstream request of a client that went
-// away.
+// the (de-chunked) body, which it may take (move from: a relay keeps it without a copy);
+// either returns false to abandon the call: the connection is closed at once, which is how
+// a relay cancels the upstream request of a client that went away.
 struct StreamSink {
   std::function<bool(const HttpHead& head)> on_head;
-  std::function<bool(std::string_view piece)> on_body;
+  std::function<bool(std::string& piece)> on_body;
 };
 
 struct StreamOutcome {

@@ -44,6 +44,36 @@ HttpHeaderList AnswerHeaders(const provider::HeaderList& upstream, std::string* 
   return out;
 }
 
+// Where the held part of `bytes` starts: at the name `marker` of a stream's last event
+// (at 0 when the name began in `before`, the bytes before them), else bytes.size().
+size_t FindHeld(std::string_view before, std::string_view bytes, std::string_view marker) {
+  if (!before.empty()) {
+    std::string seam(before);
+    seam.append(bytes.substr(0, marker.size() - 1));
+    if (seam.find(marker) != std::string::npos) return 0;
+  }
+  const size_t at = bytes.find(marker);
+  return at == std::string_view::npos ? bytes.size() : at;
+}
+
+// Keeps in *tail the last `n` bytes of what came so far, `bytes` the newest.
+void KeepTail(std::string_view bytes, size_t n, std::string* tail) {
+  if (bytes.size() >= n) {
+    tail->assign(bytes.substr(bytes.size() - n));
+    return;
+  }
+  tail->append(bytes);
+  if (tail->size() > n) tail->erase(0, tail->size() - n);
+}
+
+// Writes the pieces held from outcome.held_from on.
+void SendHeldPieces(RelayOutcome& outcome, BodyStream& stream) {
+  for (size_t i = outcome.held_from; i < outcome.answer.size(); ++i) {
+    stream.WriteShared(outcome.answer[i]);
+  }
+  outcome.held_from = outcome.answer.size();
+}
+
 }  // namespace
 
 provider::HeaderList ForwardHeaders(const std::map<std::string, std::string>& from_agent,
@@ -104,25 +134,23 @@ RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
   // read that event before the rest comes); the name may straddle two pieces.
   const std::string_view marker = reader == nullptr ? std::string_view() : reader->end_marker();
   bool holding = reader != nullptr && !streamed;
-  sink.on_body = [&](std::string_view piece) {
+  std::string tail;  // the last bytes before this piece, for a name split between two
+  sink.on_body = [&](std::string& bytes) {
     if (hold) {
-      if (out.held_body.size() + piece.size() > kMaxHeldBody) return false;
-      out.held_body.append(piece);
+      if (out.held_body.size() + bytes.size() > kMaxHeldBody) return false;
+      out.held_body.append(bytes);
       return true;
     }
-    out.bytes += static_cast<int64_t>(piece.size());
-    if (reader != nullptr) {
-      const size_t before = out.answer.size();
-      out.answer.append(piece);  // read back once the agent has it (ReadBack)
-      if (holding) return !stream->closed();
-      if (!marker.empty()) {
-        const size_t at = std::string_view(out.answer)
-                              .find(marker, before - std::min(before, marker.size() - 1));
-        holding = at != std::string_view::npos;
-        if (holding) piece = piece.substr(0, std::max(at, before) - before);
-      }
-      out.held_from = before + piece.size();  // the rest is sent once the request is stored
-      if (piece.empty()) return !stream->closed();
+    out.bytes += static_cast<int64_t>(bytes.size());
+    if (holding) {
+      out.answer.push_back(std::make_shared<const std::string>(std::move(bytes)));
+      return !stream->closed();
+    }
+    size_t send = bytes.size();  // the rest is sent once the request is stored
+    if (!marker.empty()) {
+      send = FindHeld(tail, bytes, marker);
+      holding = send < bytes.size();
+      KeepTail(bytes, marker.size() - 1, &tail);
     }
     // Back-pressure: the next piece is read once the agent took most of the last ones.
     while (stream->buffered() > kMaxUnsent && !stream->closed()) {
@@ -132,7 +160,19 @@ RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
       out.client_gone = true;
       return false;
     }
-    stream->Write(std::string(piece));
+    std::shared_ptr<const std::string> sent;
+    if (send == bytes.size()) {
+      sent = std::make_shared<const std::string>(std::move(bytes));
+    } else {  // the piece naming the end: its head goes now, the rest is held
+      if (send > 0) sent = std::make_shared<const std::string>(bytes.substr(0, send));
+      bytes.erase(0, send);
+    }
+    if (sent) {
+      if (reader != nullptr) out.answer.push_back(sent);  // read back once the agent has it
+      stream->WriteShared(std::move(sent));
+      out.held_from = out.answer.size();
+    }
+    if (holding) out.answer.push_back(std::make_shared<const std::string>(std::move(bytes)));
     return true;
   };
   provider::StreamOutcome result =
@@ -142,8 +182,7 @@ RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
       out.open_stream = stream;
     } else if (!out.client_gone) {
       // The upstream broke off: the agent sees its stream end early (and its SDK says so).
-      if (out.held_from < out.answer.size()) stream->Write(out.answer.substr(out.held_from));
-      out.held_from = out.answer.size();
+      SendHeldPieces(out, *stream);
       stream->End();
     }
   }
@@ -180,16 +219,13 @@ void CountRequest(metrics::DaemonMetrics* metrics, std::string_view api, const s
 
 void EndRelayed(RelayOutcome& outcome) {
   if (!outcome.open_stream) return;
-  if (outcome.held_from < outcome.answer.size()) {
-    outcome.open_stream->Write(outcome.answer.substr(outcome.held_from));
-  }
-  outcome.held_from = outcome.answer.size();
+  SendHeldPieces(outcome, *outcome.open_stream);
   outcome.open_stream->End();
   outcome.open_stream.reset();
 }
 
 void ReadBack(RelayOutcome& outcome, AnswerReader& reader) {
-  reader.Feed(outcome.answer);
+  for (const auto& piece : outcome.answer) reader.Feed(*piece);
   outcome.answer.clear();
   outcome.answer.shrink_to_fit();
   outcome.held_from = 0;

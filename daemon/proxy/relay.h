@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "daemon/net/server.h"
 #include "daemon/provider/http_transport.h"
@@ -43,9 +44,10 @@ struct RelayOutcome {
   // A complete answer's stream to the agent, left open with its held tail: the caller
   // stores the request, then ends it (EndRelayed).
   std::shared_ptr<BodyStream> open_stream;
-  // The answer's bytes as relayed (with a reader), for ReadBack; from `held_from` on,
-  // not sent yet (the tail EndRelayed sends).
-  std::string answer;
+  // The answer's pieces as relayed (with a reader; shared with the agent's stream, not
+  // copied), for ReadBack; from piece `held_from` on, not sent yet (the tail EndRelayed
+  // sends).
+  std::vector<std::shared_ptr<const std::string>> answer;
   size_t held_from = 0;
 };
 

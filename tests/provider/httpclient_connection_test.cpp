@@ -10,11 +10,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "httpclient/connection.h"
 #include "test_util.h"
@@ -235,6 +238,45 @@ TEST(HttpClientConnectionTest, AllArrivedGathersChunksWithoutWaitingForMore) {
   }
   EXPECT_EQ(pieces, (std::vector<std::string>{"onetwo", "three"}));
   EXPECT_TRUE(conn.reused());
+}
+
+// kAllArrived hands on at most about 256 KB a piece (one chunk past it at most), however
+// much has arrived: a 1 MB answer sent at once comes in several pieces, every byte in order.
+TEST(HttpClientConnectionTest, AllArrivedPiecesStopNear256KB) {
+  std::string answer;
+  for (int i = 0; answer.size() < (1u << 20); ++i) answer += "event " + std::to_string(i) + "\n";
+  constexpr size_t kChunk = 16 * 1024;
+  ScriptedServer server([&](int fd) {
+    if (ReadHead(fd).empty()) return;
+    std::string out = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (size_t at = 0; at < answer.size(); at += kChunk) {
+      const std::string chunk = answer.substr(at, kChunk);
+      char size_line[32];
+      std::snprintf(size_line, sizeof size_line, "%zx\r\n", chunk.size());
+      out += size_line + chunk + "\r\n";
+    }
+    SendAll(fd, out + "0\r\n\r\n");
+  });
+  Connection conn;
+  ASSERT_FALSE(Connect(conn, Loopback(server.port())));
+  ASSERT_FALSE(conn.Write(FormatRequest("GET", "/", {{"Host", "x"}}, ""), Clock::now() + 2s));
+  ResponseHead head;
+  ASSERT_FALSE(conn.ReadHead(Clock::now() + 2s, {}, &head));
+  std::this_thread::sleep_for(100ms);  // the socket's buffers are full
+  std::vector<size_t> sizes;
+  std::string body, piece;
+  while (conn.body_pending()) {
+    auto failure = conn.ReadBody(Clock::now() + 5s, BodyPiece::kAllArrived, &piece);
+    ASSERT_FALSE(failure) << Describe(failure);
+    if (piece.empty()) continue;
+    sizes.push_back(piece.size());
+    body += piece;
+  }
+  EXPECT_EQ(body, answer);
+  ASSERT_FALSE(sizes.empty());
+  EXPECT_GE(sizes.size(), 4u);
+  EXPECT_LE(*std::max_element(sizes.begin(), sizes.end()), 256 * 1024 + kChunk);
+  EXPECT_GT(*std::max_element(sizes.begin(), sizes.end()), kChunk);  // chunks were gathered
 }
 
 // A server that answers 413 and closes while the request is still being written: the
