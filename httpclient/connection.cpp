@@ -87,13 +87,6 @@ bool IsLastChunkLine(std::string_view line) {
   return !line.empty() && line.find_first_not_of('0') == std::string_view::npos;
 }
 
-bool Iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 Failure MakeFailure(FailureKind kind, std::string message) {
   Failure f;
   f.kind = kind;
@@ -171,23 +164,6 @@ std::string Endpoint::Describe() const {
   if (!unix_path.empty()) return unix_path;
   const bool v6 = host.find(':') != std::string::npos;
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
-std::string FormatRequest(std::string_view method, std::string_view target,
-                          const HeaderList& headers, std::string_view body) {
-  std::string out;
-  out.reserve(128 + target.size() + body.size());
-  out.append(method).append(" ").append(target).append(" HTTP/1.1\r\n");
-  bool has_length = false;
-  for (const auto& [name, value] : headers) {
-    has_length = has_length || Iequals(name, "content-length");
-    out.append(name).append(": ").append(value).append("\r\n");
-  }
-  if (!has_length && (!body.empty() || method == "POST" || method == "PUT" || method == "PATCH")) {
-    out.append("Content-Length: ").append(std::to_string(body.size())).append("\r\n");
-  }
-  out.append("\r\n").append(body);
-  return out;
 }
 
 // ---------------------------------------------------------------------------------------
