@@ -409,6 +409,10 @@ Result<ParsedRequest> ParseAnthropicRequest(std::string_view body) {
     r.max_tokens = m->to_number<int64_t>();
   }
   if (const json::value* s = r.body.if_contains("system")) r.system_text = JoinSystem(*s);
+  // Counted once: a later turn whose fields are the same bytes keeps this parse's.
+  r.field_cache_markers =
+      CountCacheMarkers(r.body.contains("system") ? r.body.at("system") : json::value()) +
+      CountCacheMarkers(r.body.contains("tools") ? r.body.at("tools") : json::value());
   json::value* messages = r.body.if_contains("messages");
   if (messages == nullptr || !messages->is_array()) {
     return Status::InvalidArgument("messages must be an array", "messages");
@@ -420,16 +424,17 @@ Result<ParsedRequest> ParseAnthropicRequest(std::string_view body) {
 std::string BuildAnthropicRequest(const ParsedRequest& request, const Outgoing& out) {
   const json::object& body = request.body;
   OutList messages;
-  int markers = CountCacheMarkers(body.contains("system") ? body.at("system") : json::value()) +
-                CountCacheMarkers(body.contains("tools") ? body.at("tools") : json::value());
+  int markers = request.field_cache_markers;
   json::value* last_injected = nullptr;
   for (const OutItem& item : out.items) {
     switch (item.kind) {
       case OutItem::Kind::kNative:
         messages.Ref(request.messages[item.index].native, out.raw.Element(item.index));
+        markers += request.messages[item.index].cache_markers;
         break;
       case OutItem::Kind::kRewritten:
-        messages.Own(Rewrite(request.messages[item.index], item.engine));
+        markers += CountCacheMarkers(
+            messages.Own(Rewrite(request.messages[item.index], item.engine)));
         break;
       case OutItem::Kind::kInjected: {
         json::array blocks;
@@ -447,7 +452,6 @@ std::string BuildAnthropicRequest(const ParsedRequest& request, const Outgoing& 
                                           "the context window; missyd keeps the originals]"}},
                  /*front=*/true);
   }
-  for (const json::value* m : messages.items()) markers += CountCacheMarkers(*m);
   if (out.mark_injected_for_cache && last_injected != nullptr && markers < 4) {
     json::array& blocks = last_injected->get_object()["content"].get_array();
     if (!blocks.empty()) blocks.back().get_object()["cache_control"] = {{"type", "ephemeral"}};

@@ -37,6 +37,7 @@ Status TakeNatives(json::array& list, size_t from, ToEngine to_engine,
     n.native = std::move(list[i]);
     n.engine = std::move(*engine);
     n.hash = CanonicalHash(n.engine);
+    n.cache_markers = CountCacheMarkers(n.native);
     out.push_back(std::move(n));
   }
   return Status::Ok();

@@ -29,6 +29,7 @@ struct NativeMessage {
   boost::json::value native;
   std::vector<Message> engine;
   std::string hash;  // CanonicalHash(engine): what prefix matching compares
+  int cache_markers = 0;  // "cache_control" markers in `native`, counted once at the parse
 };
 
 // Equal for two messages that the context engine cannot tell apart: the agent may move
@@ -46,6 +47,7 @@ struct ParsedRequest {
   bool stream = false;
   std::string system_text;        // the agent's system prompt as plain text ("" = none)
   std::string tools_json = "[]";  // `tools` as JSON text, for counting
+  int field_cache_markers = 0;    // "cache_control" markers in `system` and `tools`
   // The history: every message of the list except, for chat, the leading system and
   // developer ones (`leading` of them, kept in `body` and sent first as they are).
   std::vector<NativeMessage> messages;

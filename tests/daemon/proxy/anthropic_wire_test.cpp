@@ -175,6 +175,33 @@ TEST(AnthropicWire, NoBreakpointIsAddedWhenTheRequestHoldsFourAlready) {
   EXPECT_FALSE(sent.at("messages").at(0).at("content").at(0).as_object().contains("cache_control"));
 }
 
+// The markers counted against the API's four are those of what is sent: the system's, the
+// tools' and those of the messages kept, not of a message left out.
+TEST(AnthropicWire, TheMarkersOfMessagesLeftOutDoNotCountAgainstTheFour) {
+  json::value v = json::parse(kToolLoop);
+  v.at("tools").as_array().push_back(json::object{{"name", "extra"},
+                                                  {"input_schema", json::object{}},
+                                                  {"cache_control", {{"type", "ephemeral"}}}});
+  json::array& first = v.at("messages").at(0).at("content").as_array();
+  first.at(0).as_object()["cache_control"] = {{"type", "ephemeral"}};
+  Result<ParsedRequest> r = ParseAnthropicRequest(json::serialize(v));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->field_cache_markers, 2);  // one in the system, one in the tools
+  ASSERT_EQ(CountCacheMarkers(v), 4);
+  EXPECT_EQ(r->messages[0].cache_markers, 1);
+  const auto injected_marker = [&](std::vector<size_t> kept) {
+    Outgoing out;
+    out.mark_injected_for_cache = true;
+    out.items.push_back(OutItem{OutItem::Kind::kInjected, 0, {Message::User("summary")}});
+    for (size_t i : kept) out.items.push_back(OutItem{OutItem::Kind::kNative, i, {}});
+    json::value sent = json::parse(BuildAnthropicRequest(*r, out));
+    EXPECT_LE(CountCacheMarkers(sent), 4);
+    return sent.at("messages").at(0).at("content").at(0).as_object().contains("cache_control");
+  };
+  EXPECT_FALSE(injected_marker({0, 1, 2}));  // four already
+  EXPECT_TRUE(injected_marker({1, 2}));      // the first message's marker is not sent
+}
+
 TEST(AnthropicWire, AHistoryThatStartsWithAnAnswerGetsAUserMessageFirst) {
   Result<ParsedRequest> r = ParseAnthropicRequest(kToolLoop);
   ASSERT_TRUE(r.ok());

@@ -67,11 +67,14 @@ void ExpectSameAsWhole(const ParsedBody& got, const Result<ParsedRequest>& whole
   EXPECT_EQ(got.request.system_text, whole->system_text);
   EXPECT_EQ(got.request.tools_json, whole->tools_json);
   EXPECT_EQ(got.request.leading, whole->leading);
+  EXPECT_EQ(got.request.field_cache_markers, whole->field_cache_markers);
   EXPECT_EQ(json::serialize(got.request.body), json::serialize(whole->body));
   ASSERT_EQ(got.request.messages.size(), whole->messages.size());
   for (size_t i = 0; i < whole->messages.size(); ++i) {
     EXPECT_EQ(got.request.messages[i].native, whole->messages[i].native) << "message " << i;
     EXPECT_EQ(got.request.messages[i].hash, whole->messages[i].hash) << "message " << i;
+    EXPECT_EQ(got.request.messages[i].cache_markers, whole->messages[i].cache_markers)
+        << "message " << i;
     ASSERT_EQ(got.request.messages[i].engine.size(), whole->messages[i].engine.size());
   }
 }
@@ -165,7 +168,9 @@ TEST(ParseCache, FieldsAroundTheListAreParsedAgainOnlyWhenTheirBytesChanged) {
       v["model"] = parsed["model"];
       if (!fields_first) v["messages"] = parsed["messages"];
       v["system"] = system;
-      v["tools"] = json::array{json::object{{"name", "bash"}, {"description", tools}}};
+      v["tools"] = json::array{json::object{{"name", "bash"},
+                                            {"description", tools},
+                                            {"cache_control", {{"type", "ephemeral"}}}}};
       if (fields_first) v["messages"] = parsed["messages"];
       v["max_tokens"] = 32000;
       return json::serialize(v);
@@ -180,6 +185,7 @@ TEST(ParseCache, FieldsAroundTheListAreParsedAgainOnlyWhenTheirBytesChanged) {
     EXPECT_EQ(same_fields->reused, 60u);
     EXPECT_LT(g_parsed_bytes, 2000u);  // the three changed messages, not the 20 KB of tools
     ExpectSameAsWhole(*same_fields, ParseAnthropicRequest(next));
+    EXPECT_EQ(same_fields->request.field_cache_markers, 1);  // the tools' marker, kept
     // Where the list closes: what follows it is the rest of the body, as sent.
     const size_t close = ListCloseOf(next, *same_fields);
     ASSERT_LT(close, next.size());
