@@ -1,6 +1,7 @@
 #include "storage/summary_store.h"
 
 #include <algorithm>
+#include <mutex>
 #include <string>
 #include <tuple>
 
@@ -192,8 +193,36 @@ Result<std::vector<SummaryRecord>> SummaryStore::ListForContext(std::string_view
       "id, session_id, depth, content, tokens, first_seq, last_seq, '[]', parent_id, "
       "start_ms, end_ms, descendant_count, '', 0, n";
   std::vector<SummaryRecord> out;
+  ContextList read;
+  bool reused = false;
   MISSY_RETURN_IF_ERROR(db_.Read([&](Connection& c) -> Status {
     out.clear();
+    reused = false;
+    // The stamp: any summary written for the session (a leaf, a condensed one with its
+    // children's parent set in the same write) is a new newest one; a session deleted and
+    // made again under its name has new random ids.
+    MISSY_ASSIGN_STMT(stamp, c,
+                      "SELECT count(*), coalesce(max(n), 0), id FROM summaries WHERE "
+                      "session_id = ?1");
+    stamp.Bind(1, session_id);
+    MISSY_ASSIGN_NEXT(row, stamp, "stamp the summaries");
+    read.through = through;
+    if (row) {
+      read.count = stamp.Int(0);
+      read.newest = stamp.Int(1);
+      read.newest_id = read.count > 0 ? stamp.Text(2) : std::string();
+    }
+    {
+      std::lock_guard<std::mutex> lock(context_lists_mu_);
+      auto it = context_lists_.find(std::string(session_id));
+      if (it != context_lists_.end() && it->second.through == through &&
+          it->second.count == read.count && it->second.newest == read.newest &&
+          it->second.newest_id == read.newest_id) {
+        out = it->second.list;
+        reused = true;
+        return Status::Ok();
+      }
+    }
     MISSY_ASSIGN_STMT(top, c,
                       std::string("SELECT ") + kShown +
                           " FROM summaries INDEXED BY summaries_uncondensed WHERE session_id = "
@@ -211,9 +240,14 @@ Result<std::vector<SummaryRecord>> SummaryStore::ListForContext(std::string_view
     older.Bind(2, through);
     return store_util::CollectRows(older, FromRow, "list summaries", out);
   }));
+  if (reused) return out;
   std::sort(out.begin(), out.end(), [](const SummaryRecord& a, const SummaryRecord& b) {
     return std::tie(a.first_seq, a.depth, a.ordinal) < std::tie(b.first_seq, b.depth, b.ordinal);
   });
+  read.list = out;
+  std::lock_guard<std::mutex> lock(context_lists_mu_);
+  if (context_lists_.size() >= kMaxContextLists) context_lists_.clear();
+  context_lists_[std::string(session_id)] = std::move(read);
   return out;
 }
 

@@ -5,7 +5,12 @@
 // of its children.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/message.h"
@@ -42,6 +47,8 @@ class SummaryStore {
   // holds the summaries up to ordinal `through` (0: none) shows in place of a newer
   // one: ordinal <= through and condensed by a summary with ordinal > through. In List's
   // order, without child_ids, artifacts and created_at_ms. An unknown session has none.
+  // The list is kept per session and read again only when the session's summaries
+  // changed (checked in the same read: their count, newest ordinal and its id).
   Result<std::vector<SummaryRecord>> ListForContext(std::string_view session_id, int64_t through);
   // The last seq a leaf summary of the session covers (leaves never overlap and cover
   // from seq 1 up): 0 when it has none, or is unknown. One index read, no text.
@@ -57,6 +64,19 @@ class SummaryStore {
                                               bool uncondensed_only);
 
   Database& db_;
+
+  // ListForContext's last list of each session (a bounded number of sessions), with what
+  // it was read for: the snapshot `through` and the stamp of the session's summaries.
+  struct ContextList {
+    int64_t through = 0;
+    int64_t count = 0;
+    int64_t newest = 0;  // the ordinal (n) of the newest summary
+    std::string newest_id;
+    std::vector<SummaryRecord> list;
+  };
+  static constexpr size_t kMaxContextLists = 256;
+  std::mutex context_lists_mu_;
+  std::unordered_map<std::string, ContextList> context_lists_;
 };
 
 }  // namespace missy

@@ -197,5 +197,58 @@ TEST_F(SummaryStoreTest, ListForContextReadsTheTopAndWhatAnOlderSnapshotShows) {
   EXPECT_EQ(*db_->summaries.CoveredThrough("nobody"), 0);
 }
 
+// The list a context reads is kept per session and read again whenever the session's
+// summaries changed: a new leaf, a condensation, a session deleted and made again under its
+// name (whose new summary may take the deleted one's ordinal), another snapshot.
+TEST_F(SummaryStoreTest, ListForContextIsReadAgainWheneverTheSessionsSummariesChanged) {
+  auto contents = [&](int64_t through) {
+    std::vector<std::string> out;
+    auto list = db_->summaries.ListForContext("s", through);
+    EXPECT_TRUE(list.ok()) << list.status().ToString();
+    if (list.ok()) {
+      for (const SummaryRecord& r : *list) out.push_back(r.content);
+    }
+    return out;
+  };
+  using Texts = std::vector<std::string>;
+  EXPECT_EQ(contents(0), Texts{});
+  auto a = db_->summaries.Insert(Leaf(1, 4, "one to four"));
+  ASSERT_TRUE(a.ok());
+  const int64_t a_ordinal = db_->summaries.Get(a->id)->ordinal;
+  EXPECT_EQ(contents(0), Texts{"one to four"});
+  EXPECT_EQ(contents(0), Texts{"one to four"});  // read again: the same
+  auto b = db_->summaries.Insert(Leaf(5, 8, "five to eight"));
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(contents(0), (Texts{"one to four", "five to eight"}));
+  ASSERT_TRUE(db_->summaries.Insert(Parent({a->id, b->id}, 1, 8, "one to eight")).ok());
+  EXPECT_EQ(contents(0), Texts{"one to eight"});
+  // A snapshot from before the second leaf also lists the first, which it shows.
+  EXPECT_EQ(contents(a_ordinal), (Texts{"one to four", "one to eight"}));
+  EXPECT_EQ(contents(0), Texts{"one to eight"});
+
+  // Deleted and made again: its one new leaf takes the first leaf's ordinal (the table is
+  // empty again), as many summaries as the kept list had once.
+  ASSERT_TRUE(db_->sessions.Delete("s").ok());
+  ASSERT_TRUE(db_->sessions.Create(testing::SimpleSession("s")).ok());
+  std::vector<NewMessage> batch;
+  for (int i = 1; i <= 4; ++i) batch.push_back(NewMessage{Message::User("again"), 10, 0, {}});
+  ASSERT_TRUE(db_->messages.Append("s", std::move(batch), 100).ok());
+  EXPECT_EQ(contents(0), Texts{});
+  auto again = db_->summaries.Insert(Leaf(1, 4, "the new one to four"));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(contents(0), Texts{"the new one to four"});
+  const int64_t again_ordinal = db_->summaries.Get(again->id)->ordinal;
+  ASSERT_TRUE(db_->sessions.Delete("s").ok());
+  ASSERT_TRUE(db_->sessions.Create(testing::SimpleSession("s")).ok());
+  batch.clear();
+  for (int i = 1; i <= 4; ++i) batch.push_back(NewMessage{Message::User("third"), 10, 0, {}});
+  ASSERT_TRUE(db_->messages.Append("s", std::move(batch), 100).ok());
+  auto third = db_->summaries.Insert(Leaf(1, 4, "the third one to four"));
+  ASSERT_TRUE(third.ok());
+  // The same ordinal and count as the list kept: only the new id tells them apart.
+  EXPECT_EQ(db_->summaries.Get(third->id)->ordinal, again_ordinal);
+  EXPECT_EQ(contents(0), Texts{"the third one to four"});
+}
+
 }  // namespace
 }  // namespace missy
