@@ -201,16 +201,22 @@ Result<std::vector<SummaryRecord>> SummaryStore::ListForContext(std::string_view
     // The stamp: any summary written for the session (a leaf, a condensed one with its
     // children's parent set in the same write) is a new newest one; a session deleted and
     // made again under its name has new random ids.
+    // Two reads of the index and one row: a read of every row's id would load a page per
+    // summary (their texts are long), after any write the reader's cache is dropped.
     MISSY_ASSIGN_STMT(stamp, c,
-                      "SELECT count(*), coalesce(max(n), 0), id FROM summaries WHERE "
-                      "session_id = ?1");
+                      "SELECT count(*), coalesce(max(n), 0) FROM summaries WHERE session_id = ?1");
     stamp.Bind(1, session_id);
     MISSY_ASSIGN_NEXT(row, stamp, "stamp the summaries");
     read.through = through;
     if (row) {
       read.count = stamp.Int(0);
       read.newest = stamp.Int(1);
-      read.newest_id = read.count > 0 ? stamp.Text(2) : std::string();
+    }
+    if (read.count > 0) {
+      MISSY_ASSIGN_STMT(newest, c, "SELECT id FROM summaries WHERE n = ?1");
+      newest.Bind(1, read.newest);
+      MISSY_ASSIGN_NEXT(found, newest, "stamp the summaries");
+      if (found) read.newest_id = newest.Text(0);
     }
     {
       std::lock_guard<std::mutex> lock(context_lists_mu_);
