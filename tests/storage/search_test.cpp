@@ -166,6 +166,29 @@ TEST_F(SearchTest, CommonWordsDoNotJoinTheAllWordsQuery) {
   EXPECT_EQ(SearchOk(o).size(), 10u);
 }
 
+// Common is relative to the index: a word in more than 1 message of 20 (and in more than
+// 200) is common too, long before 5,000.
+TEST_F(SearchTest, AWordInOneMessageOfTwentyIsCommon) {
+  ASSERT_TRUE(db_->sessions.Create(SimpleSession("noisy")).ok());
+  std::vector<NewMessage> batch;
+  for (int i = 0; i < 4100; ++i) {
+    batch.push_back(NewMessage{
+        Message::User((i % 10 == 0 ? "routine check " : "idle ") + std::to_string(i)), 3, 0, {}});
+  }
+  ASSERT_TRUE(db_->messages.Append("noisy", std::move(batch), 12).ok());
+  ASSERT_TRUE(
+      db_->messages
+          .Append("alpha", {NewMessage{Message::User("the quokka migration"), 3, 0, {}}}, 13)
+          .ok());
+  SearchOptions o;
+  o.memory = false;
+  o.summaries = false;
+  o.query = "routine quokka";  // "routine" is in 410 of about 4,100 messages
+  EXPECT_EQ(Ids(SearchOk(o)), (std::vector<std::string>{"message/alpha:3"}));
+  o.query = "routine check";  // only common words: the two rarest, together
+  EXPECT_EQ(SearchOk(o).size(), 10u);
+}
+
 TEST_F(SearchTest, SnippetsAreBounded) {
   ASSERT_TRUE(
       db_->messages
