@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,26 @@ class SearchTest : public ::testing::Test {
     auto r = Search(*db_.db, o);
     EXPECT_TRUE(r.ok()) << r.status().ToString() << " for query: " << o.query;
     return r.ok() ? *r : std::vector<MemoryHit>{};
+  }
+
+  // Session "noisy" with `count` messages of text(i), then alpha's third message, the only
+  // one with "quokka".
+  void StoreNoiseAndAQuokka(int count, const std::function<std::string(int)>& text) {
+    ASSERT_TRUE(db_->sessions.Create(SimpleSession("noisy")).ok());
+    std::vector<NewMessage> batch;
+    for (int i = 0; i < count; ++i) batch.push_back(NewMessage{Message::User(text(i)), 3, 0, {}});
+    ASSERT_TRUE(db_->messages.Append("noisy", std::move(batch), 12).ok());
+    ASSERT_TRUE(
+        db_->messages
+            .Append("alpha", {NewMessage{Message::User("the quokka migration"), 3, 0, {}}}, 13)
+            .ok());
+  }
+
+  static SearchOptions MessagesOnly() {
+    SearchOptions o;
+    o.memory = false;
+    o.summaries = false;
+    return o;
   }
 
   static std::vector<std::string> Ids(const std::vector<MemoryHit>& hits) {
@@ -147,19 +168,9 @@ TEST_F(SearchTest, AllWordsFirstThenAnyWord) {
 // A word in more than 5,000 messages is left out of the all-words query (its posting list
 // would cost as much as the index is large), so a rare word alone decides the match.
 TEST_F(SearchTest, CommonWordsDoNotJoinTheAllWordsQuery) {
-  ASSERT_TRUE(db_->sessions.Create(SimpleSession("noisy")).ok());
-  std::vector<NewMessage> batch;
-  for (int i = 0; i < 5100; ++i) {
-    batch.push_back(NewMessage{Message::User("status update " + std::to_string(i)), 3, 0, {}});
-  }
-  ASSERT_TRUE(db_->messages.Append("noisy", std::move(batch), 12).ok());
-  ASSERT_TRUE(
-      db_->messages
-          .Append("alpha", {NewMessage{Message::User("the quokka migration"), 3, 0, {}}}, 13)
-          .ok());
-  SearchOptions o;
-  o.memory = false;
-  o.summaries = false;
+  ASSERT_NO_FATAL_FAILURE(
+      StoreNoiseAndAQuokka(5100, [](int i) { return "status update " + std::to_string(i); }));
+  SearchOptions o = MessagesOnly();
   o.query = "update quokka";  // no message has both; "update" is in 5,100
   EXPECT_EQ(Ids(SearchOk(o)), (std::vector<std::string>{"message/alpha:3"}));
   o.query = "status update";  // only common words: the two rarest, together
@@ -169,20 +180,10 @@ TEST_F(SearchTest, CommonWordsDoNotJoinTheAllWordsQuery) {
 // Common is relative to the index: a word in more than 1 message of 20 (and in more than
 // 200) is common too, long before 5,000.
 TEST_F(SearchTest, AWordInOneMessageOfTwentyIsCommon) {
-  ASSERT_TRUE(db_->sessions.Create(SimpleSession("noisy")).ok());
-  std::vector<NewMessage> batch;
-  for (int i = 0; i < 4100; ++i) {
-    batch.push_back(NewMessage{
-        Message::User((i % 10 == 0 ? "routine check " : "idle ") + std::to_string(i)), 3, 0, {}});
-  }
-  ASSERT_TRUE(db_->messages.Append("noisy", std::move(batch), 12).ok());
-  ASSERT_TRUE(
-      db_->messages
-          .Append("alpha", {NewMessage{Message::User("the quokka migration"), 3, 0, {}}}, 13)
-          .ok());
-  SearchOptions o;
-  o.memory = false;
-  o.summaries = false;
+  ASSERT_NO_FATAL_FAILURE(StoreNoiseAndAQuokka(4100, [](int i) {
+    return (i % 10 == 0 ? "routine check " : "idle ") + std::to_string(i);
+  }));
+  SearchOptions o = MessagesOnly();
   o.query = "routine quokka";  // "routine" is in 410 of about 4,100 messages
   EXPECT_EQ(Ids(SearchOk(o)), (std::vector<std::string>{"message/alpha:3"}));
   o.query = "routine check";  // only common words: the two rarest, together
