@@ -271,12 +271,15 @@ struct Connection::Impl {
   std::optional<Failure> Handshake(const Endpoint& endpoint, Clock::time_point deadline);
   std::optional<Failure> Fill(Clock::time_point deadline, const char* phase, std::size_t* n);
   // Bytes wait to be read on a plain socket (TLS: unknown, so false).
-  bool Readable() {
+  // Bytes the socket holds unread (0 when unknown).
+  std::size_t Available() {
     error_code ec;
-    if (tcp_socket) return tcp_socket->available(ec) > 0 && !ec;
-    if (unix_socket) return unix_socket->available(ec) > 0 && !ec;
-    return false;
+    std::size_t n = 0;
+    if (tcp_socket) n = tcp_socket->available(ec);
+    if (unix_socket) n = unix_socket->available(ec);
+    return ec ? 0 : n;
   }
+  bool Readable() { return Available() > 0; }
   void NewParser(const ReadOptions& options);
   void AnswerEnded();
   Failure ParseFailure(const error_code& ec);
@@ -635,6 +638,10 @@ std::optional<Failure> Connection::ReadBody(Clock::time_point deadline, BodyPiec
   // failure's (which drops the parser).
   std::string& body = c.parser->get().body();
   body.swap(*piece);
+  if (mode == BodyPiece::kAllArrived) {
+    // Room for what has arrived (a piece a relay took leaves none): no regrowth copies.
+    body.reserve(std::min(kMaxGatheredPiece + kReadSize, c.buffer.size() + c.Available()));
+  }
   struct HandBack {
     Impl& c;
     std::string* piece;
