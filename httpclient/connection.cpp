@@ -191,6 +191,10 @@ struct Connection::Impl {
         ec = {};
         ++chunks;
         chunk_left = size;
+        // Room for the chunk, which the piece being read takes whole or in part.
+        std::string& body = parser->get().body();
+        body.reserve(body.size() + static_cast<std::size_t>(std::min<std::uint64_t>(
+                                       size, kMaxGatheredPiece + kReadSize)));
       };
   std::function<std::size_t(std::uint64_t, boost::beast::string_view, error_code&)> on_chunk_body =
       [this](std::uint64_t remain, boost::beast::string_view data, error_code& ec) {
