@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "daemon/metrics/daemon_metrics.h"
+#include "daemon/proxy/end_marker.h"
 
 namespace missy::proxy {
 namespace {
@@ -42,28 +43,6 @@ HttpHeaderList AnswerHeaders(const provider::HeaderList& upstream, std::string* 
     out.emplace_back(name, value);
   }
   return out;
-}
-
-// Where the held part of `bytes` starts: at the name `marker` of a stream's last event
-// (at 0 when the name began in `before`, the bytes before them), else bytes.size().
-size_t FindHeld(std::string_view before, std::string_view bytes, std::string_view marker) {
-  if (!before.empty()) {
-    std::string seam(before);
-    seam.append(bytes.substr(0, marker.size() - 1));
-    if (seam.find(marker) != std::string::npos) return 0;
-  }
-  const size_t at = bytes.find(marker);
-  return at == std::string_view::npos ? bytes.size() : at;
-}
-
-// Keeps in *tail the last `n` bytes of what came so far, `bytes` the newest.
-void KeepTail(std::string_view bytes, size_t n, std::string* tail) {
-  if (bytes.size() >= n) {
-    tail->assign(bytes.substr(bytes.size() - n));
-    return;
-  }
-  tail->append(bytes);
-  if (tail->size() > n) tail->erase(0, tail->size() - n);
 }
 
 // Writes the pieces held from outcome.held_from on.
@@ -132,9 +111,8 @@ RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
   };
   // A stream's bytes from the name of its last event on are held (the agent's SDK cannot
   // read that event before the rest comes); the name may straddle two pieces.
-  const std::string_view marker = reader == nullptr ? std::string_view() : reader->end_marker();
+  EndMarkerSearch end(reader == nullptr ? std::string_view() : reader->end_marker());
   bool holding = reader != nullptr && !streamed;
-  std::string tail;  // the last bytes before this piece, for a name split between two
   sink.on_body = [&](std::string& bytes) {
     if (hold) {
       if (out.held_body.size() + bytes.size() > kMaxHeldBody) return false;
@@ -146,12 +124,8 @@ RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
       out.answer.push_back(std::make_shared<const std::string>(std::move(bytes)));
       return !stream->closed();
     }
-    size_t send = bytes.size();  // the rest is sent once the request is stored
-    if (!marker.empty()) {
-      send = FindHeld(tail, bytes, marker);
-      holding = send < bytes.size();
-      KeepTail(bytes, marker.size() - 1, &tail);
-    }
+    const size_t send = end.Next(bytes);  // the rest is sent once the request is stored
+    holding = send < bytes.size();
     // Back-pressure: the next piece is read once the agent took most of the last ones.
     while (stream->buffered() > kMaxUnsent && !stream->closed()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
