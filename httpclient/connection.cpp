@@ -160,12 +160,6 @@ Result<Endpoint> Endpoint::Parse(const std::string& spec) {
   return e;
 }
 
-std::string Endpoint::Describe() const {
-  if (!unix_path.empty()) return unix_path;
-  const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
 // ---------------------------------------------------------------------------------------
 
 struct Connection::Impl {
@@ -283,7 +277,6 @@ struct Connection::Impl {
     if (unix_socket) n = unix_socket->available(ec);
     return ec ? 0 : n;
   }
-  bool Readable() { return Available() > 0; }
   void NewParser(const ReadOptions& options);
   void AnswerEnded();
   Failure ParseFailure(const error_code& ec);
@@ -666,9 +659,9 @@ std::optional<Failure> Connection::ReadBody(Clock::time_point deadline, BodyPiec
         return std::nullopt;
       }
       // A step without data (a chunk's size line), or more wanted: parse on.
-      const bool more =
-          !data || (mode == BodyPiece::kAllArrived && body.size() < kMaxGatheredPiece) ||
-          (mode == BodyPiece::kWholeChunk && c.parser->chunked() && c.chunk_left > 0);
+      const bool more = !data ||
+                        (mode == BodyPiece::kAllArrived && body.size() < kMaxGatheredPiece) ||
+                        (mode == BodyPiece::kWholeChunk && c.parser->chunked() && c.chunk_left > 0);
       if (!ec && used > 0 && more) continue;
     }
     if (!body.empty()) {
@@ -679,7 +672,7 @@ std::optional<Failure> Connection::ReadBody(Clock::time_point deadline, BodyPiec
           if (!c.parser->chunked() || c.chunk_left == 0) return std::nullopt;
           break;
         case BodyPiece::kAllArrived:
-          if (body.size() >= kMaxGatheredPiece || !c.Readable()) return std::nullopt;
+          if (body.size() >= kMaxGatheredPiece || c.Available() == 0) return std::nullopt;
           break;
       }
     }

@@ -1,8 +1,9 @@
-// The bytes of a request as Connection::Write sends them (no Asio here).
-#include "httpclient/connection.h"
-
+// Text forms with no Asio in them: a request's bytes as Connection::Write sends them, an
+// endpoint's name for messages.
 #include <algorithm>
 #include <cctype>
+
+#include "httpclient/connection.h"
 
 namespace missy::httpclient {
 namespace {
@@ -15,6 +16,12 @@ bool Iequals(std::string_view a, std::string_view b) {
 }
 
 }  // namespace
+
+std::string Endpoint::Describe() const {
+  if (!unix_path.empty()) return unix_path;
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
 
 std::string FormatRequest(std::string_view method, std::string_view target,
                           const HeaderList& headers, std::string_view body) {

@@ -71,8 +71,7 @@ RankedTerms RankTerms(Connection& c, const std::vector<std::string>& terms) {
                    [&](const auto& a, const auto& b) { return key(a.first) < key(b.first); });
   RankedTerms out;
   for (const auto& [docs, t] : ranked) {
-    if (out.any_word.size() >= kMaxAnyWordTerms ||
-        (out.any_word.size() >= 2 && docs > common)) {
+    if (out.any_word.size() >= kMaxAnyWordTerms || (out.any_word.size() >= 2 && docs > common)) {
       break;
     }
     out.any_word.push_back(t);
