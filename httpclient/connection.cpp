@@ -377,6 +377,9 @@ std::optional<Failure> Connection::Impl::ConnectTcp(const Endpoint& endpoint,
     });
     if (timed_out) return MakeFailure(FailureKind::kTimeout, "timed out connecting to " + where);
     if (!ec) {
+      // A request's last segment must not wait for a delayed ACK (Nagle: up to 40 ms).
+      error_code ignored;
+      tcp_socket->set_option(tcp::no_delay(true), ignored);
       if (endpoint.tls) {
         tls_stream.emplace(std::move(*tcp_socket), endpoint.tls->impl().ctx);
         tcp_socket.reset();
