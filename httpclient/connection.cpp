@@ -43,8 +43,8 @@ namespace {
 constexpr std::size_t kReadSize = 64 << 10;
 constexpr std::size_t kMaxGatheredPiece = 256 << 10;
 
-// A body that hands its bytes on: the reader appends them to the message's string, from
-// which ReadBody takes them after each step of the parser.
+// A body that hands its bytes on: the reader appends them to the message's string, which
+// ReadBody swaps with the caller's piece while it parses (the bytes land in the piece).
 struct PieceBody {
   using value_type = std::string;
   class reader {
@@ -268,8 +268,7 @@ struct Connection::Impl {
   std::optional<Failure> ConnectTcp(const Endpoint& endpoint, Clock::time_point deadline);
   std::optional<Failure> Handshake(const Endpoint& endpoint, Clock::time_point deadline);
   std::optional<Failure> Fill(Clock::time_point deadline, const char* phase, std::size_t* n);
-  // Bytes wait to be read on a plain socket (TLS: unknown, so false).
-  // Bytes the socket holds unread (0 when unknown).
+  // Bytes a plain socket holds unread (0 when unknown, as for TLS).
   std::size_t Available() {
     error_code ec;
     std::size_t n = 0;

@@ -91,8 +91,12 @@ std::string WriteBody(const boost::json::object& o, std::string_view key, const 
       raw.text[raw.close] != ']') {
     return SerializeReplacing(o, key, list);
   }
+  size_t size = raw.open + (raw.text.size() - raw.close) + list.items().size();
+  for (size_t i = 0; i < list.items().size(); ++i) {
+    size += list.raw(i).empty() ? 512 : list.raw(i).size();  // serialized ones: a guess
+  }
   std::string out;
-  out.reserve(raw.open + (raw.text.size() - raw.close) + list.items().size() * 512);
+  out.reserve(size);
   out.append(raw.text.substr(0, raw.open));
   AppendList(out, list);
   out.append(raw.text.substr(raw.close + 1));
