@@ -554,7 +554,13 @@ void HttpSession::FlushStream() {
   out_writing_ = true;
   // A peer that stops reading is dropped after one timeout.
   stream_.expires_after(endpoint_->read_timeout);
+  // All of the batch a call, as much as the socket takes: asio's default condition hands it
+  // 64 KB at a time, and each of those completions could run on the other I/O thread (a
+  // wake-up, up to a millisecond on a busy 2-core machine, between every 64 KB).
   asio::async_write(stream_, buffers,
+                    [](const error_code& ec, size_t) -> size_t {
+                      return ec ? 0 : std::numeric_limits<size_t>::max();
+                    },
                     [self = shared_from_this(), bytes = batch.bytes, last = batch.last](
                         const error_code& ec, size_t) { self->OnStreamWrite(ec, bytes, last); });
 }
