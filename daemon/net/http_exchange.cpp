@@ -44,6 +44,7 @@ class BodyStreamImpl final : public BodyStream {
   }
   bool closed() const override { return state_->closed(); }
   size_t buffered() const override { return state_->unsent(); }
+  bool WaitSent(std::chrono::milliseconds max) override { return state_->WaitSent(max); }
 
  private:
   void Notify() {

@@ -83,9 +83,10 @@ struct HttpResponse {
   HttpHeaderList headers{};  // e.g. {"retry-after", "3"}; see HttpHeaderList
 };
 
-// The body of a streamed (chunked) response. Thread-safe; no call blocks: writes are
-// queued and sent in order on the connection's strand. A producer that may run ahead of
-// its peer by more than NetOptions::stream_buffer_bytes paces itself with buffered().
+// The body of a streamed (chunked) response. Thread-safe; no call but WaitSent blocks:
+// writes are queued and sent in order on the connection's strand. A producer that may run
+// ahead of its peer by more than NetOptions::stream_buffer_bytes paces itself with
+// buffered().
 class BodyStream {
  public:
   // Ends the body if End() was not called.
@@ -99,6 +100,9 @@ class BodyStream {
   virtual void WriteShared(std::shared_ptr<const std::string> chunk) { Write(*chunk); }
   // Bytes written and not yet handed to the socket.
   virtual size_t buffered() const = 0;
+  // Waits, at most `max`, until buffered() is 0 or the peer is gone; true when nothing is
+  // left unsent. The only call that blocks (this default does not: it has no socket).
+  virtual bool WaitSent(std::chrono::milliseconds /*max*/) { return buffered() == 0; }
   // Sends the last chunk; the connection then serves its next request (keep-alive).
   // Idempotent.
   virtual void End() = 0;

@@ -62,9 +62,15 @@ size_t StreamState::unsent() const {
   return unsent_;
 }
 
+bool StreamState::WaitSent(std::chrono::milliseconds max) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return sent_.wait_for(lock, max, [&] { return unsent_ == 0 || dead_.load(); });
+}
+
 void StreamState::Written(size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   unsent_ -= std::min(unsent_, bytes);
+  if (unsent_ == 0) sent_.notify_all();
 }
 
 void StreamState::MarkDead() {
@@ -72,6 +78,7 @@ void StreamState::MarkDead() {
   dead_ = true;
   queue_.clear();
   unsent_ = 0;
+  sent_.notify_all();
 }
 
 }  // namespace missy::net

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <memory>
@@ -23,6 +25,9 @@ class StreamState {
   bool End();
   bool closed() const { return dead_.load() || ended_.load(); }
   size_t unsent() const;
+  // Waits, at most `max`, until no written byte is left unsent (or the connection is gone).
+  // True when none is.
+  bool WaitSent(std::chrono::milliseconds max) const;
 
   // Connection side.
   struct Batch {
@@ -43,6 +48,7 @@ class StreamState {
 
   const size_t limit_;
   mutable std::mutex mu_;
+  mutable std::condition_variable sent_;  // unsent_ fell to 0, or the connection went
   std::deque<std::shared_ptr<const std::string>> queue_;
   size_t unsent_ = 0;  // queued or being written
   bool end_taken_ = false;

@@ -371,6 +371,62 @@ TEST(HttpExchangeTest, APeerClosingMidStreamMakesClosedTrue) {
   }
 }
 
+// A stream's writer can wait until the socket took all it wrote (the proxy does before it
+// stores a relayed answer): not while the peer has not read, at once when it has. The
+// megabytes go in large writes (one call a batch, as much as the socket takes) and
+// arrive whole and in order.
+TEST(HttpExchangeTest, WaitSentWaitsForThePeerToTakeTheBytes) {
+  TempDir dir;
+  Workers workers;
+  constexpr size_t kPiece = 512 * 1024;
+  constexpr int kPieces = 6;  // 3 MB: far more than a Unix socket's buffers hold
+  std::mutex mu;
+  std::condition_variable cv;
+  bool may_read = false;
+  std::atomic<int> early{-1};
+  std::atomic<int> late{-1};
+  std::atomic<size_t> buffered_early{0};
+  const auto piece = [](int i) { return std::string(kPiece, static_cast<char>('a' + i)); };
+  RunningServer server(Options(dir), [&](HttpRequest, std::shared_ptr<HttpExchange> exchange) {
+    auto stream = exchange->Stream(200, "application/octet-stream");
+    workers.Run([&, stream] {
+      for (int i = 0; i < kPieces; ++i) stream->Write(piece(i));
+      stream->End();
+      early = stream->WaitSent(50ms) ? 1 : 0;
+      buffered_early = stream->buffered();
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        may_read = true;
+      }
+      cv.notify_all();
+      late = stream->WaitSent(10s) ? 1 : 0;
+    });
+  });
+  ASSERT_TRUE(server.status().ok()) << server.status().ToString();
+  UnixHttpConnection conn(dir.Join("run/missyd.sock"));
+  auto head = conn.Start("GET", "/big");
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return may_read; }));
+  }
+  std::string body;
+  for (;;) {
+    auto chunk = conn.ReadBodyChunk(10s);
+    ASSERT_TRUE(chunk.ok()) << chunk.status().ToString();
+    if (!chunk->has_value()) break;
+    body += **chunk;
+  }
+  workers.Join();
+  EXPECT_EQ(early.load(), 0);
+  EXPECT_GT(buffered_early.load(), kPiece);  // most of it was still waiting for the socket
+  EXPECT_EQ(late.load(), 1);
+  ASSERT_EQ(body.size(), kPiece * kPieces);
+  for (int i = 0; i < kPieces; ++i) {
+    EXPECT_TRUE(body.compare(kPiece * i, kPiece, piece(i)) == 0) << "piece " << i;
+  }
+}
+
 TEST(HttpExchangeTest, AStreamWhosePeerDoesNotReadIsCut) {
   TempDir dir;
   NetOptions opts = Options(dir);
