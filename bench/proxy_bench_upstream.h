@@ -165,13 +165,15 @@ inline std::string LargeStream(const std::string& prose) {
 
 // ---------------------------------------------------------------------------------------
 // The fake upstream: 127.0.0.1, a thread per connection, HTTP/1.1 keep-alive, requests with
-// a Content-Length body. It reads the whole request, then answers at once with a chunked
-// SSE stream: the small stream of the x-bench-turn header's turn, or with
-// "x-bench-answer: large" the 1 MB one, one HTTP chunk (and one send) per 16 KB piece.
+// a Content-Length body. It reads the whole request, then answers with a chunked SSE
+// stream: at once the small stream of the x-bench-turn header's turn, or with
+// "x-bench-answer: large" the 1 MB one, one HTTP chunk (and one send) per 16 KB piece, after
+// `large_delay` (a provider thinks before it streams; see proxy_bench.cpp, section 2).
 
 class StreamingUpstream {
  public:
-  explicit StreamingUpstream(std::string large) : large_(std::move(large)) {
+  StreamingUpstream(std::string large, std::chrono::milliseconds large_delay)
+      : large_(std::move(large)), large_delay_(large_delay) {
     listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -319,6 +321,7 @@ class StreamingUpstream {
       head += "\r\n";
       bool ok = true;
       if (answer == "large") {
+        std::this_thread::sleep_for(large_delay_);
         ok = SendAll(fd, head);
         for (size_t at = 0; ok && at < large_.size(); at += kPiece) {
           ok = SendAll(fd, Chunk(std::string_view(large_).substr(at, kPiece)));
@@ -336,6 +339,7 @@ class StreamingUpstream {
   }
 
   std::string large_;
+  std::chrono::milliseconds large_delay_;
   int listen_fd_ = -1;
   uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
