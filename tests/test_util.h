@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/message.h"
+#include "tests/free_port.h"
 
 namespace missy::testing {
 
@@ -29,10 +30,6 @@ class TempDir {
 
 // Writes all of `s` to the socket `fd` (no SIGPIPE); stops at the first failed send.
 void SendAll(int fd, const std::string& s);
-
-// A TCP port on 127.0.0.1 that nothing listens on now (bound, read, closed: another
-// process may take it meanwhile, which the tests that use it accept).
-uint16_t FreeLoopbackPort();
 
 std::string ReadFileOrDie(const std::string& path);
 void WriteFileOrDie(const std::string& path, const std::string& content);

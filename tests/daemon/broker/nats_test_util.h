@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "test_util.h"
+#include "tests/free_port.h"
 
 namespace missy::testing {
 
