@@ -293,8 +293,13 @@ void ExtractMerge::Add(const StoredMessage& m) {
 void ExtractMerge::TrackRuns(const StoredMessage& m) {
   constexpr size_t kMaxKeyBytes = 4096;
   if (m.message.role == Role::kAssistant) {
+    // A run is the tool and the start of its arguments, kept as their hash: the string was
+    // built, hashed and compared (up to 4 KB) for every call and every result.
     for (const ToolCall& c : m.message.tool_calls) {
-      call_keys_[c.id] = c.name + '\n' + c.arguments.substr(0, kMaxKeyBytes);
+      const uint64_t name = ItemHash(c.name);
+      const uint64_t arguments =
+          ItemHash(std::string_view(c.arguments).substr(0, kMaxKeyBytes));
+      call_keys_[c.id] = arguments ^ (name * 0x9E3779B97F4A7C15ull + (name >> 17));
     }
     return;
   }

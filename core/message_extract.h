@@ -156,8 +156,9 @@ class ExtractMerge {
   std::vector<uint32_t> orders_[kExtractTrailLists];
   std::vector<size_t> indices_;
   std::vector<size_t> added_errors_;  // the error indices the last applied extract named
-  std::unordered_map<std::string, std::string> call_keys_;  // call id -> tool + arguments
-  std::unordered_map<std::string, std::vector<size_t>> last_run_errors_;  // by call key
+  // call id -> the hash of its tool and the first 4 KB of its arguments (the call's run)
+  std::unordered_map<std::string, uint64_t> call_keys_;
+  std::unordered_map<uint64_t, std::vector<size_t>> last_run_errors_;  // by run
   std::unordered_map<size_t, int64_t> fixed_at_;
 };
 
