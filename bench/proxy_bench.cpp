@@ -307,7 +307,9 @@ int main(int argc, char** argv) {
       json::serialize(request.at("system")) + json::serialize(request.at("tools"));
   std::printf(
       "Proxy mode: a real missyd (proxy on 127.0.0.1, home under /var/tmp) against a fake "
-      "Anthropic upstream on loopback that answers at once\n");
+      "Anthropic upstream on loopback that answers the turns at once (the 1 MB answer after "
+      "%d ms)\n",
+      opt.large_delay_ms);
   std::printf(
       "conversation: %zu messages (tool loops from the trajectories), request body %.2f MB; "
       "system + tools %.1f KB; %s (window 200,000), max_tokens %lld, stream\n",
