@@ -63,7 +63,8 @@ RelayOutcome Relay(const UpstreamTarget& upstream, const std::string& method,
                    const provider::HeaderList& headers, const std::string& body,
                    HttpExchange& exchange, AnswerReader* reader, bool streamed = true);
 
-// Sends the held tail and ends the agent's stream of a complete answer (idempotent).
+// Sends the held tail and ends the agent's stream of a complete answer (idempotent);
+// returns once the agent's socket took it, or after 20 ms.
 void EndRelayed(RelayOutcome& outcome);
 
 // Hands the answer's bytes to `reader` (once the agent has them: the parse is kept off the
