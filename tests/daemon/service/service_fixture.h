@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <memory>
@@ -250,6 +251,15 @@ class ServiceFixture : public ::testing::Test {
   // A daemon restart over the same file: nothing survives but what was committed.
   void Reopen() {
     Close();
+    Open();
+  }
+  // A daemon of its own for the next session: a new database, nothing cached.
+  void FreshDaemon() {
+    Close();
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      std::error_code ec;
+      std::filesystem::remove(db_path() + suffix, ec);
+    }
     Open();
   }
 

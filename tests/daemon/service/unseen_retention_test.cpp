@@ -167,16 +167,6 @@ struct Figures {
 
 class UnseenRetentionTest : public ServiceFixture {
  protected:
-  // A daemon of its own for each session: a new database, nothing cached.
-  void FreshDaemon() {
-    Close();
-    for (const char* suffix : {"", "-wal", "-shm"}) {
-      std::error_code ec;
-      std::filesystem::remove(db_path() + suffix, ec);
-    }
-    Open();
-  }
-
   void Replay(const SyntheticSession& session, Figures& f) {
     const std::string& id = session.name;
     const std::vector<Message>& conv = session.messages;
