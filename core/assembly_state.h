@@ -143,8 +143,8 @@ void FillNewestFirst(AssemblyState& s);
 // Cache-friendly eviction (EvictionOptions::anchor_seq > 0), instead of the two above:
 // the kept part starts at the anchor, with the summaries in the forms it was set with,
 // while all of that fits and none is left out; else the anchor moves forward, the
-// summaries are chosen afresh, and slack_fraction of the history budget and at least half
-// of the evictable history's room are left free. (assembly_fill.cpp)
+// summaries are chosen afresh, and slack_fraction of the history budget and at least three
+// quarters of the evictable history's room are left free. (assembly_fill.cpp)
 void KeepFromAnchor(AssemblyState& s);
 
 // Rule 6: every kept entry before the tail rendered with its tool output cut middle-out

@@ -552,9 +552,10 @@ TEST(AssemblerTest, AnchoredEvictionKeepsThePrefixUntilItMustMove) {
   const std::vector<Case> cases = {
       // Everything from seq 13 fits: keep from 13, not from 11 though 11 and 12 would fit.
       {"anchor fits", 13, 13, "anchored"},
-      // From seq 5 does not fit: the move frees half of the history budget (5 of its 10
-      // messages), so with the tail (19, 20) kept, the start lands past the plain fill's.
-      {"anchor moves", 5, 16, "anchor_moved"},
+      // From seq 5 does not fit: the move keeps older history in a quarter of the room
+      // the tail (19, 20) leaves (2 of its 8 messages), so the start lands past the plain
+      // fill's.
+      {"anchor moves", 5, 17, "anchor_moved"},
       {"anchor in the fresh tail", 20, 19, "anchored"},
   };
   for (const Case& c : cases) {

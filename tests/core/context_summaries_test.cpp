@@ -155,10 +155,10 @@ TEST_F(SummaryFormsTest, AMovedAnchorSendsTheOldestShortToLeaveItsSlackFree) {
   EXPECT_EQ(held->messages, moved->messages);  // the same prefix, byte for byte
 
   // Asked to move (the caller changes the prefix anyway): it moves, and chooses afresh
-  // (whole, with the room for them, and in the summaries' share at a move: 30% of the
+  // (whole, with the room for them, and in the summaries' share at a move: 15% of the
   // history budget).
   in_.eviction.move = true;
-  in_.budget.total += 2 * whole_;
+  in_.budget.total += 5 * whole_;
   Result<AssembledContext> asked = Assemble();
   ASSERT_TRUE(asked.ok()) << asked.status().ToString();
   EXPECT_EQ(asked->report.eviction, "anchor_moved");

@@ -3,10 +3,10 @@
 // (a full prompt-cache hit), at 28,000 tokens (window 32,000, output 4,000), with the
 // summarization job run as soon as one is queued, every context within budget. The
 // issue's target is 97%, on the recorded sessions and on synthetic ones unlike them
-// (context_stability_sessions.h). The synthetic ones reach it; the recorded ones do not
-// yet (96.3%, and 94.1% in one long session: after a move the fresh tail and the
-// summaries alone leave about 8,000 tokens free, some twenty contexts of growth), so
-// their floors are what is reached today, to keep what was won.
+// (context_stability_sessions.h). The recorded and the synthetic ones reach it (97.0% and
+// 97.9%); the six recorded ones as one session and the retention test's sessions do not
+// yet (95.8%, 89.9%: after a move the fresh tail and the summaries alone leave a few
+// thousand tokens free), so their floors are what is reached today, to keep what was won.
 // MISSY_STABILITY_DEBUG=1 prints each break, MISSY_STABILITY_TRACE=1 every context;
 // MISSY_STABILITY_SLACK=x runs with context.eviction_slack_fraction x.
 #include <gtest/gtest.h>
@@ -102,7 +102,7 @@ class ContextPrefixStabilityTest : public ServiceFixture {
   }
 };
 
-TEST_F(ContextPrefixStabilityTest, RecordedSessionsKeepThePrefixIn96PercentOfContexts) {
+TEST_F(ContextPrefixStabilityTest, RecordedSessionsKeepThePrefixIn97PercentOfContexts) {
   const std::vector<std::string> files = TrajectoryFiles();
   if (files.empty()) GTEST_SKIP() << "shared/data/trajectories is not beside the repository";
   Figures all;
@@ -110,16 +110,16 @@ TEST_F(ContextPrefixStabilityTest, RecordedSessionsKeepThePrefixIn96PercentOfCon
     ASSERT_NO_FATAL_FAILURE(
         Replay(std::filesystem::path(file).stem().string(), LoadTrajectory(file), all));
   }
-  ExpectAtLeast(all, "recorded sessions", 96);  // 519/539 (96.3%); 515 before issue 29
+  ExpectAtLeast(all, "recorded sessions", 97);  // 523/539 (97.0%); 515 before issue 29
 }
 
 // The six recorded sessions one after the other in one session, in name order.
-TEST_F(ContextPrefixStabilityTest, ALongSessionOfSixTasksKeepsThePrefixIn94PercentOfContexts) {
+TEST_F(ContextPrefixStabilityTest, ALongSessionOfSixTasksKeepsThePrefixIn95PercentOfContexts) {
   const std::vector<std::string> files = TrajectoryFiles();
   if (files.empty()) GTEST_SKIP() << "shared/data/trajectories is not beside the repository";
   Figures f;
   ASSERT_NO_FATAL_FAILURE(Replay("six-tasks", OneSession(files), f));
-  ExpectAtLeast(f, "six tasks in one session", 94);  // 512/544 (94.1%); 510 before
+  ExpectAtLeast(f, "six tasks in one session", 95);  // 521/544 (95.8%); 510 before
 }
 
 TEST_F(ContextPrefixStabilityTest, SyntheticSessionsKeepThePrefixIn97PercentOfContexts) {
@@ -127,21 +127,21 @@ TEST_F(ContextPrefixStabilityTest, SyntheticSessionsKeepThePrefixIn97PercentOfCo
   for (const StabilitySession& s : StabilitySessions()) {
     ASSERT_NO_FATAL_FAILURE(Replay(s.name, s.messages, all));
   }
-  ExpectAtLeast(all, "synthetic sessions", 97);  // 513/525 (97.7%); 511 before
+  ExpectAtLeast(all, "synthetic sessions", 97);  // 514/525 (97.9%); 511 before
 }
 
 // The sessions of the retention test (synthetic_sessions.h: Python/pytest, Rust/cargo, Go,
 // TypeScript/npm, Elixir/mix, 1,000+ messages with 40,000-character outputs), each in a
 // fresh daemon as there. Below the target: in long-mixed, whose tool outputs are capped at
 // 2,500 tokens, the fresh tail alone takes ~11,000 tokens after a move, and the anchor
-// moves every four to six requests (420/526).
-TEST_F(ContextPrefixStabilityTest, TheRetentionTestsSessionsKeepThePrefixIn86PercentOfContexts) {
+// moves every four to six requests (446/526).
+TEST_F(ContextPrefixStabilityTest, TheRetentionTestsSessionsKeepThePrefixIn89PercentOfContexts) {
   Figures all;
   for (const SyntheticSession& s : SyntheticSessions()) {
     ASSERT_NO_FATAL_FAILURE(FreshDaemon());
     ASSERT_NO_FATAL_FAILURE(Replay(s.name, s.messages, all));
   }
-  ExpectAtLeast(all, "the retention test's sessions", 86);  // 809/931 (86.9%)
+  ExpectAtLeast(all, "the retention test's sessions", 89);  // 837/931 (89.9%); 809 before
 }
 
 }  // namespace
