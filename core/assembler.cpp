@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <utility>
 
 #include "core/assembly_state.h"
@@ -36,11 +37,15 @@ std::string TaskHeader(int64_t seq) {
   return "[Session task — message " + std::to_string(seq) + ", pinned]";
 }
 
-Result<AssembledContext> AssembleContext(const ContextInput& in,
-                                         const MessageTokenCounter& counter) {
+namespace {
+
+// The pipeline. `squeezed`: the tool outputs an anchor's move squeezes, when a first run
+// found them (see below).
+Result<AssembledContext> RunPasses(const ContextInput& in, const MessageTokenCounter& counter,
+                                   std::optional<int64_t> squeezed) {
   using namespace assembly;  // the passes: core/assembly_state.h
-  if (Status st = ValidateInput(in); !st.ok()) return st;
   AssemblyState s(in, counter);
+  s.squeeze_preset = squeezed;
   if (Status st = MeasureFixedParts(s); !st.ok()) return st;
   SanitizeHistory(s);
   MeasureDemand(s);
@@ -51,6 +56,11 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
   PinTask(s);
   if (in.eviction.anchor_seq > 0) {
     KeepFromAnchor(s);
+    // The move squeezed more tool outputs: the fresh tail (squeezed further to fit, when
+    // it must, from different caps), the memory's room and the rest are sized again with
+    // them squeezed from the start, as the next request at the new anchor will size them
+    // (else that one would differ from this one).
+    if (s.squeeze_moved) return RunPasses(in, counter, s.squeezed_through);
   } else {
     ChooseSummaryForms(s);
     FillNewestFirst(s);
@@ -59,6 +69,14 @@ Result<AssembledContext> AssembleContext(const ContextInput& in,
   CapKeptToolOutputs(s);
   WriteMessagesAndReport(s);
   return std::move(s.ctx);
+}
+
+}  // namespace
+
+Result<AssembledContext> AssembleContext(const ContextInput& in,
+                                         const MessageTokenCounter& counter) {
+  if (Status st = assembly::ValidateInput(in); !st.ok()) return st;
+  return RunPasses(in, counter, std::nullopt);
 }
 
 namespace assembly {

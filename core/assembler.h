@@ -74,6 +74,10 @@ struct ContextInput {
   // (core/context_summaries.h), as the context that set it sent them: its
   // report.stub_through_seq (0: none).
   int64_t anchored_stub_through = 0;
+  // While the anchor holds, the tool outputs with seq <= this are sent at the squeezed cap
+  // (tool_output_max_tokens / 4), as the context that moved it sent them: its
+  // report.squeezed_through_seq (0: none).
+  int64_t anchored_squeezed_through = 0;
   std::vector<MemoryHit> memory;       // most relevant first
   std::vector<Learning> learnings;     // newest first
   std::optional<Message> new_message;  // appended last (not stored by the assembler)
@@ -135,6 +139,9 @@ struct ContextReport {
   std::vector<std::string> included_summary_ids, skipped_summary_ids;
   // Summaries sent short (core/context_summaries.h): those with last_seq <= stub_through_seq.
   int64_t summaries_stubbed = 0, stub_through_seq = 0;
+  // Tool outputs sent at the squeezed cap since the anchor last moved: those with seq <=
+  // this (0: none). They are listed in `truncated` like any other cut.
+  int64_t squeezed_through_seq = 0;
   std::vector<SanitizedItem> sanitized;
   std::vector<TruncatedItem> truncated;
   int64_t pruned_messages = 0;             // tool results sent as the placeholder (sticky or new)

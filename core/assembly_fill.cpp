@@ -53,7 +53,7 @@ bool CoveredByIncluded(const AssemblyState& s, const GroupSpan& g) {
 int64_t GroupTokens(AssemblyState& s, const GroupSpan& g) {
   int64_t t = 0;
   for (size_t i = g.begin; i < g.end; ++i) {
-    s.renderer.Render(s.entries[i], s.in.tool_output_max_tokens);
+    s.renderer.Render(s.entries[i], KeptCap(s, s.entries[i]));
     t += s.entries[i].tokens;
   }
   return t;
@@ -126,7 +126,7 @@ void KeepFromAnchor(AssemblyState& s) {
     anchor_from = g.begin;
     if (from_anchor > s.remaining) break;
   }
-  if (!in.eviction.move && summaries_hold && from_anchor <= s.remaining) {
+  if (!in.eviction.move && !s.squeeze_preset && summaries_hold && from_anchor <= s.remaining) {
     s.keep_from = anchor_from;
     s.remaining -= from_anchor;
     r.eviction = "anchored";
@@ -138,6 +138,7 @@ void KeepFromAnchor(AssemblyState& s) {
   // files and errors): the room a move frees is what the anchor then lives on, and
   // summaries grow to half the budget before they are condensed.
   s.remaining += before_anchor;
+  SqueezeOlderToolOutputs(s);
   const int64_t summary_room =
       std::min(s.remaining - slack_tokens,
                static_cast<int64_t>(kMovedSummaryShare * static_cast<double>(r.history_budget)));

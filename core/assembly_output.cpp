@@ -8,7 +8,7 @@ namespace missy::assembly {
 
 void CapKeptToolOutputs(AssemblyState& s) {
   for (size_t i = s.keep_from; i < s.tail_start; ++i) {
-    s.renderer.Render(s.entries[i], s.in.tool_output_max_tokens);  // cached: the fill's
+    s.renderer.Render(s.entries[i], KeptCap(s, s.entries[i]));  // cached: the fill's
   }
 }
 
@@ -46,6 +46,9 @@ void WriteMessagesAndReport(AssemblyState& s) {
     if (i >= s.tail_start) ++r.fresh_tail_messages;
   }
   r.first_kept_seq = ctx.kept_seqs.empty() ? 0 : ctx.kept_seqs.front();
+  // None kept at or before it: none squeezed (whatever part of the history the window
+  // holds, the same report).
+  r.squeezed_through_seq = s.squeezed_through >= r.first_kept_seq ? s.squeezed_through : 0;
   r.first_fresh_seq = s.tail_start < s.n_hist_entries ? s.entries[s.tail_start].seq : 0;
   for (size_t i = 0; i < s.keep_from; ++i) {
     if (RangesCover(s.included, s.entries[i].seq)) {

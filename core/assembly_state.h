@@ -58,6 +58,13 @@ struct AssemblyState {
   size_t keep_from = 0;           // first entry kept (moved back by the fill passes)
   std::vector<int64_t> tail_cap;  // per-entry cap inside the tail
   int64_t tail = 0;               // what the tail costs as rendered
+  // Tool outputs through this seq go at SqueezedCap: the anchor's or the preset's
+  // (TakeFreshTail), a move's (SqueezeOlderToolOutputs).
+  int64_t squeezed_through = 0;
+  // Set before the passes: a second run after a move that squeezed the tail; the anchor
+  // moves, with these squeezed from the start.
+  std::optional<int64_t> squeeze_preset;
+  bool squeeze_moved = false;  // SqueezeOlderToolOutputs moved squeezed_through
   // AddMemoryAndLearnings
   bool pin_task = false;    // a task is given and the tail does not hold it
   int64_t system_side = 0;  // what the system side costs (measured, or reserve + ours)
@@ -90,6 +97,18 @@ inline int64_t SentEstimate(const AssemblyState& s, const Entry& e) {
     return std::min(e.stored_tokens, s.in.tool_output_max_tokens + kTruncationSlack);
   }
   return e.stored_tokens;
+}
+
+// The cap of tool outputs squeezed at an anchor's move.
+inline int64_t SqueezedCap(const ContextInput& in) {
+  return std::max(in.min_tool_output_tokens, in.tool_output_max_tokens / 4);
+}
+
+// Rule 6's cap for a kept entry: SqueezedCap through squeezed_through (never the new
+// message's: stored, it comes after), else tool_output_max_tokens.
+inline int64_t KeptCap(const AssemblyState& s, const Entry& e) {
+  return !e.is_new && e.seq <= s.squeezed_through ? SqueezedCap(s.in)
+                                                   : s.in.tool_output_max_tokens;
 }
 
 // ---- The passes, in pipeline order ----------------------------------------------------
@@ -148,7 +167,7 @@ void FillNewestFirst(AssemblyState& s);
 void KeepFromAnchor(AssemblyState& s);
 
 // Rule 6: every kept entry before the tail rendered with its tool output cut middle-out
-// to tool_output_max_tokens (the tail's are rendered at their own caps already).
+// to its KeptCap (the tail's are rendered at their own caps already).
 // (assembly_output.cpp)
 void CapKeptToolOutputs(AssemblyState& s);
 
@@ -157,6 +176,13 @@ void CapKeptToolOutputs(AssemblyState& s);
 void WriteMessagesAndReport(AssemblyState& s);
 
 // ---- Shared by the passes -------------------------------------------------------------
+
+// At a move of the anchor (KeepFromAnchor): every tool output but the newest
+// kFullToolOutputsAtMove goes at SqueezedCap from now until the next move (the prefix
+// changes here anyway); what that frees in the tail goes to `remaining`, and
+// squeeze_moved says the pipeline must run again with them squeezed from the start.
+// (assembly_tail.cpp)
+void SqueezeOlderToolOutputs(AssemblyState& s);
 
 // The pinned task as sent on its own (header + text cut beyond task_max_tokens), built on
 // the first call; what it costs. Requires in.task. (assembly_task.cpp)

@@ -13,6 +13,11 @@ namespace {
 constexpr int64_t kTaskCutFloor = 128;
 // No message of a last turn is cut below this.
 constexpr int64_t kSmallestCut = 64;
+// The newest tool outputs an anchor's move leaves at their full cap (the agent's next step
+// reads them); older ones go squeezed. Measured on the replay tests: 1 kept the prefix in
+// a few more contexts (93.9% against 93.3% on the retention test's sessions), at the cost
+// of the output before the newest.
+constexpr int kFullToolOutputsAtMove = 2;
 
 // The tail from tail_start, each entry rendered at its tail_cap; what it costs.
 int64_t TailTokens(AssemblyState& s) {
@@ -113,7 +118,11 @@ Status TakeFreshTail(AssemblyState& s) {
     s.ctx.needs_more_history = true;  // the tail may reach into the folded part
     return Status::Ok();
   }
+  s.squeezed_through = s.squeeze_preset              ? *s.squeeze_preset
+                       : in.eviction.anchor_seq > 0 ? in.anchored_squeezed_through
+                                                    : 0;
   s.tail_cap.assign(n_entries, in.tool_output_max_tokens);
+  for (size_t i = s.tail_start; i < n_entries; ++i) s.tail_cap[i] = KeptCap(s, s.entries[i]);
   s.tail = TailTokens(s);
   if (s.tail > TailRoom(s)) {
     r.tail_squeezed = true;
@@ -134,6 +143,25 @@ Status TakeFreshTail(AssemblyState& s) {
   }
   s.keep_from = s.tail_start;  // nothing older kept yet
   return Status::Ok();
+}
+
+void SqueezeOlderToolOutputs(AssemblyState& s) {
+  // Counted with the new message (a context asked with it is the one it gets once stored).
+  int64_t through = 0;
+  int newer = 0;
+  for (size_t i = s.entries.size(); i > 0 && through == 0; --i) {
+    const Entry& e = s.entries[i - 1];
+    if (e.msg->role == Role::kTool && ++newer > kFullToolOutputsAtMove) through = e.seq;
+  }
+  if (through <= s.squeezed_through) return;
+  s.squeezed_through = through;
+  for (size_t i = s.tail_start; i < s.n_hist_entries; ++i) {
+    s.tail_cap[i] = std::min(s.tail_cap[i], KeptCap(s, s.entries[i]));
+  }
+  const int64_t before = s.tail;
+  s.tail = TailTokens(s);
+  s.remaining += before - s.tail;
+  s.squeeze_moved = true;
 }
 
 }  // namespace missy::assembly

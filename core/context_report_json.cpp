@@ -44,6 +44,7 @@ boost::json::object ContextReportToJson(const ContextReport& r) {
                               {"covered_messages", r.covered_messages},
                               {"first_kept_seq", r.first_kept_seq},
                               {"first_fresh_seq", r.first_fresh_seq},
+                              {"squeezed_through_seq", r.squeezed_through_seq},
                               {"eviction", r.eviction}};
   o["task"] = json::object{{"seq", r.task_seq},
                            {"pinned", r.task_pinned},

@@ -29,6 +29,8 @@ struct Session {
   int64_t anchor_summaries = 0;
   // Those of them sent short there: last_seq <= this (0: none; ContextInput).
   int64_t anchor_stub_through = 0;
+  // The tool outputs sent squeezed there: seq <= this (0: none; ContextInput).
+  int64_t anchor_squeezed_through = 0;
   // The memory hits a context at that anchor shows, as the service encodes them (a JSON
   // array; "": none chosen yet, the next context searches).
   std::string anchor_memory;

@@ -133,7 +133,8 @@ Result<std::vector<StoredMessage>> MessageStore::Append(Txn& txn, std::string_vi
   {
     MISSY_ASSIGN_STMT(last, c,
                       "SELECT last_seq, message_count, total_tokens, anchor_seq, "
-                      "anchor_summaries, anchor_stub_through FROM sessions WHERE id = ?1");
+                      "anchor_summaries, anchor_stub_through, anchor_squeezed_through FROM "
+                      "sessions WHERE id = ?1");
     last.Bind(1, session_id);
     MISSY_ASSIGN_NEXT(row, last, "read session");
     if (!row) {
@@ -143,7 +144,7 @@ Result<std::vector<StoredMessage>> MessageStore::Append(Txn& txn, std::string_vi
     if (after != nullptr) {
       *after = SessionCounters{
           last.Int(1) + n, last.Int(2) + batch_tokens, seq + n, now_ms, last.Int(3), last.Int(4),
-          last.Int(5)};
+          last.Int(5), last.Int(6)};
     }
   }
   // (UPDATE ... RETURNING would save the SELECT, but SQLite buffers RETURNING rows in

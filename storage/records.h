@@ -27,6 +27,7 @@ struct SessionCounters {
   int64_t anchor_seq = 0;
   int64_t anchor_summaries = 0;
   int64_t anchor_stub_through = 0;
+  int64_t anchor_squeezed_through = 0;
 
   void ApplyTo(Session& session) const {
     session.message_count = message_count;
@@ -36,6 +37,7 @@ struct SessionCounters {
     session.anchor_seq = anchor_seq;
     session.anchor_summaries = anchor_summaries;
     session.anchor_stub_through = anchor_stub_through;
+    session.anchor_squeezed_through = anchor_squeezed_through;
   }
 };
 

@@ -347,11 +347,19 @@ constexpr std::string_view kMigration15 = R"sql(
 ALTER TABLE sessions ADD COLUMN anchor_memory TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Version 16: which tool outputs a context at the session's anchor shows squeezed (those
+// with seq <= this, cut when the anchor last moved), so that a restarted daemon sends the
+// same bytes.
+constexpr std::string_view kMigration16 = R"sql(
+ALTER TABLE sessions ADD COLUMN anchor_squeezed_through INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 const std::vector<std::string_view>& Migrations() {
   static const std::vector<std::string_view> kMigrations = {
       kMigration1,  kMigration2,  kMigration3,  kMigration4, kMigration5,
       kMigration6,  kMigration7,  kMigration8,  kMigration9, kMigration10,
-      kMigration11, kMigration12, kMigration13, kMigration14, kMigration15};
+      kMigration11, kMigration12, kMigration13, kMigration14, kMigration15,
+      kMigration16};
   return kMigrations;
 }
 

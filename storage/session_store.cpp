@@ -14,7 +14,8 @@ using sqlite::Statement;
 const char kColumns[] =
     "id, model, system_prompt, tools_json, metadata_json, context_window, strict, created_at_ms, "
     "updated_at_ms, message_count, total_tokens, last_seq, anchor_seq, summarizer_backend, "
-    "summarizer_provider, anchor_summaries, anchor_stub_through, anchor_memory";
+    "summarizer_provider, anchor_summaries, anchor_stub_through, anchor_memory, "
+    "anchor_squeezed_through";
 
 Session FromRow(const Statement& s) {
   Session out;
@@ -36,6 +37,7 @@ Session FromRow(const Statement& s) {
   out.anchor_summaries = s.Int(15);
   out.anchor_stub_through = s.Int(16);
   out.anchor_memory = s.Text(17);
+  out.anchor_squeezed_through = s.Int(18);
   return out;
 }
 
@@ -106,13 +108,18 @@ Result<std::vector<Session>> SessionStore::List(const ListOptions& options) {
 }
 
 Status SessionStore::SetAnchor(Txn& txn, std::string_view session_id, int64_t seq,
-                               int64_t summaries, int64_t stub_through) {
+                               int64_t summaries, int64_t stub_through,
+                               int64_t squeezed_through) {
   if (seq < 0) return Status::InvalidArgument("anchor seq must be >= 0", "anchor_seq");
   Connection& c = txn.conn();
   MISSY_ASSIGN_STMT(update, c,
                     "UPDATE sessions SET anchor_seq = ?2, anchor_summaries = ?3, "
-                    "anchor_stub_through = ?4 WHERE id = ?1");
-  update.Bind(1, session_id).Bind(2, seq).Bind(3, summaries).Bind(4, stub_through);
+                    "anchor_stub_through = ?4, anchor_squeezed_through = ?5 WHERE id = ?1");
+  update.Bind(1, session_id)
+      .Bind(2, seq)
+      .Bind(3, summaries)
+      .Bind(4, stub_through)
+      .Bind(5, squeezed_through);
   MISSY_RETURN_IF_ERROR(update.Run("set the anchor of session '" + std::string(session_id) + "'"));
   if (c.Changes() == 0) return NotFound(session_id, "session_id");
   return Status::Ok();
@@ -130,10 +137,11 @@ Status SessionStore::SetAnchorMemory(Txn& txn, std::string_view session_id,
 }
 
 Status SessionStore::SetAnchor(std::string_view session_id, int64_t seq, int64_t summaries,
-                               int64_t stub_through) {
+                               int64_t stub_through, int64_t squeezed_through) {
   if (seq < 0) return Status::InvalidArgument("anchor seq must be >= 0", "anchor_seq");
-  return db_.Write(
-      [&](Txn& txn) { return SetAnchor(txn, session_id, seq, summaries, stub_through); });
+  return db_.Write([&](Txn& txn) {
+    return SetAnchor(txn, session_id, seq, summaries, stub_through, squeezed_through);
+  });
 }
 
 Result<SessionDeletion> SessionStore::Delete(Txn& txn, std::string_view session_id) {

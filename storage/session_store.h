@@ -41,11 +41,12 @@ class SessionStore {
   // its last context, so that a restarted daemon rebuilds the same prefix. kNotFound
   // for an unknown session, kInvalidArgument for seq < 0.
   // With it, Session::anchor_summaries (the summaries a context at the anchor shows) and
-  // Session::anchor_stub_through (those of them it shows short).
+  // Session::anchor_stub_through (those of them it shows short) and
+  // Session::anchor_squeezed_through (the tool outputs it shows squeezed).
   Status SetAnchor(Txn& txn, std::string_view session_id, int64_t seq, int64_t summaries = 0,
-                   int64_t stub_through = 0);
+                   int64_t stub_through = 0, int64_t squeezed_through = 0);
   Status SetAnchor(std::string_view session_id, int64_t seq, int64_t summaries = 0,
-                   int64_t stub_through = 0);
+                   int64_t stub_through = 0, int64_t squeezed_through = 0);
   // Persists Session::anchor_memory (the memory hits a context at the anchor shows, as the
   // service encodes them). kNotFound for an unknown session.
   Status SetAnchorMemory(Txn& txn, std::string_view session_id, std::string_view memory_json);

@@ -145,7 +145,7 @@ ContextService::AnchorState ContextService::Anchor(const Session& session) {
   auto it = anchors_.find(session.id);
   if (it == anchors_.end()) {
     return AnchorState{session.anchor_seq, session.anchor_summaries, session.anchor_stub_through,
-                       DecodeMemory(session.anchor_memory)};
+                       DecodeMemory(session.anchor_memory), session.anchor_squeezed_through};
   }
   return it->second;
 }
@@ -326,6 +326,7 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
   }
   input.eviction.anchor_seq = anchor.seq;
   input.anchored_stub_through = anchor.stub_through;
+  input.anchored_squeezed_through = anchor.squeezed_through;
   // While the anchor holds, the context shows the summaries as they were when it was set
   // (a newer one waits for the next eviction, so the prefix changes once, not twice),
   // unless a newer one covers history evicted before it existed: that is shown now, and
@@ -436,7 +437,10 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
   // A moved anchor shows every summary there is: they are the new anchor's snapshot.
   const bool anchor_moved = report.first_kept_seq != input.eviction.anchor_seq;
   AnchorState new_anchor = anchor;
-  if (report.eviction != "anchored") new_anchor.stub_through = report.stub_through_seq;
+  if (report.eviction != "anchored") {
+    new_anchor.stub_through = report.stub_through_seq;
+    new_anchor.squeezed_through = report.squeezed_through_seq;
+  }
   if (anchor_moved) {
     new_anchor.seq = report.first_kept_seq;
     for (const SummaryRecord& s : p->summaries) {
@@ -448,6 +452,7 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
   // cached state or a restart, the next context is the same bytes.
   const bool anchor_changed = anchor_moved || snapshot_renewed ||
                               new_anchor.stub_through != was.stub_through ||
+                              new_anchor.squeezed_through != was.squeezed_through ||
                               new_anchor.summaries != was.summaries || new_anchor.seq != was.seq;
   const bool memory_changed =
       fresh_memory && (was.memory == nullptr || !SameHits(*was.memory, input.memory));
@@ -461,7 +466,8 @@ void ContextService::Assemble(std::shared_ptr<Prepared> p, std::function<void()>
                                : nullptr](Txn& txn) -> Status {
     if (anchor_changed) {
       MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchor(
-          txn, id, new_anchor.seq, new_anchor.summaries, new_anchor.stub_through));
+          txn, id, new_anchor.seq, new_anchor.summaries, new_anchor.stub_through,
+          new_anchor.squeezed_through));
     }
     if (memory) MISSY_RETURN_IF_ERROR(deps_.stores->sessions.SetAnchorMemory(txn, id, *memory));
     return Status::Ok();

@@ -97,6 +97,7 @@ class ContextService {
     int64_t summaries = 0;
     int64_t stub_through = 0;  // the summaries it shows short (Session::anchor_stub_through)
     std::shared_ptr<const std::vector<MemoryHit>> memory;
+    int64_t squeezed_through = 0;  // the tool outputs it shows squeezed (Session::anchor_*)
   };
   // The anchor in force: the one set last (below), else the one persisted with `session`.
   AnchorState Anchor(const Session& session);

@@ -54,6 +54,7 @@ struct ReplayStats {
   int identical = 0;
   int front_evicted = 0;
   int broken_by_pruning = 0;
+  int broken_by_squeeze = 0;  // an anchor's move squeezed older tool outputs
   int pruning_events = 0;
   int64_t max_used = 0;
 };
@@ -99,7 +100,12 @@ ReplayStats Replay(const std::string& name, const std::vector<Message>& messages
       for (size_t k = tail; k < in.history.size(); ++k) {
         EXPECT_TRUE(kept.count(in.history[k].seq)) << "fresh tail seq " << in.history[k].seq;
       }
-      if (anchored) in.eviction.anchor_seq = ctx.report.first_kept_seq;
+      if (anchored) {  // as the daemon keeps its anchor (ContextService::AnchorState)
+        in.eviction.anchor_seq = ctx.report.first_kept_seq;
+        if (ctx.report.eviction != "anchored") {
+          in.anchored_squeezed_through = ctx.report.squeezed_through_seq;
+        }
+      }
       // Persist the pruning decision, as the daemon does.
       for (int64_t seq : ctx.report.newly_pruned_seqs) {
         in.history[static_cast<size_t>(seq - 1)].flags |= kFlagPruned;
@@ -110,6 +116,8 @@ ReplayStats Replay(const std::string& name, const std::vector<Message>& messages
           ++stats.identical;
         } else if (c.front_evicted_only) {
           ++stats.front_evicted;
+        } else if (ctx.report.squeezed_through_seq > prev->report.squeezed_through_seq) {
+          ++stats.broken_by_squeeze;  // a move squeezed older tool outputs: a compaction too
         } else {
           // Without a compaction event (here: pruning) the prefix must survive.
           EXPECT_FALSE(ctx.report.newly_pruned_seqs.empty())

@@ -63,7 +63,8 @@ TEST(SessionStoreTest, AnchorsArePersistedAndSurviveReopen) {
     EXPECT_EQ(db->sessions.Get("a")->anchor_seq, 0);  // none yet
     ASSERT_TRUE(db->sessions.SetAnchor("a", 17).ok());
     ASSERT_TRUE(db->sessions.SetAnchor("a", 12).ok());  // an anchor may move back (bigger window)
-    ASSERT_TRUE(db->sessions.SetAnchor("b", 40, 6, 31).ok());  // with its summaries' forms
+    // With its summaries' forms and the tool outputs it shows squeezed.
+    ASSERT_TRUE(db->sessions.SetAnchor("b", 40, 6, 31, 52).ok());
     EXPECT_EQ(db->sessions.SetAnchor("ghost", 1).code(), StatusCode::kNotFound);
     EXPECT_EQ(db->sessions.SetAnchor("a", -1).code(), StatusCode::kInvalidArgument);
   }
@@ -78,7 +79,9 @@ TEST(SessionStoreTest, AnchorsArePersistedAndSurviveReopen) {
   EXPECT_EQ((*list)[1].anchor_seq, 40);
   EXPECT_EQ((*list)[1].anchor_summaries, 6);
   EXPECT_EQ((*list)[1].anchor_stub_through, 31);
+  EXPECT_EQ((*list)[1].anchor_squeezed_through, 52);
   EXPECT_EQ(a->anchor_stub_through, 0);
+  EXPECT_EQ(a->anchor_squeezed_through, 0);
 }
 
 TEST(SessionStoreTest, TheAnchorsMemoryIsPersistedAsGivenAndSurvivesReopen) {

@@ -3,9 +3,9 @@
 // (a full prompt-cache hit), at 28,000 tokens (window 32,000, output 4,000), with the
 // summarization job run as soon as one is queued, every context within budget. The
 // issue's target is 97%, on the recorded sessions and on synthetic ones unlike them
-// (context_stability_sessions.h). The recorded and the synthetic ones reach it (97.0% and
+// (context_stability_sessions.h). The recorded and the synthetic ones reach it (97.4% and
 // 97.9%); the six recorded ones as one session and the retention test's sessions do not
-// yet (95.8%, 89.9%: after a move the fresh tail and the summaries alone leave a few
+// yet (96.3%, 93.3%: after a move the fresh tail and the summaries alone leave a few
 // thousand tokens free), so their floors are what is reached today, to keep what was won.
 // MISSY_STABILITY_DEBUG=1 prints each break, MISSY_STABILITY_TRACE=1 every context;
 // MISSY_STABILITY_SLACK=x runs with context.eviction_slack_fraction x.
@@ -110,16 +110,16 @@ TEST_F(ContextPrefixStabilityTest, RecordedSessionsKeepThePrefixIn97PercentOfCon
     ASSERT_NO_FATAL_FAILURE(
         Replay(std::filesystem::path(file).stem().string(), LoadTrajectory(file), all));
   }
-  ExpectAtLeast(all, "recorded sessions", 97);  // 523/539 (97.0%); 515 before issue 29
+  ExpectAtLeast(all, "recorded sessions", 97);  // 525/539 (97.4%); 515 before issue 29
 }
 
 // The six recorded sessions one after the other in one session, in name order.
-TEST_F(ContextPrefixStabilityTest, ALongSessionOfSixTasksKeepsThePrefixIn95PercentOfContexts) {
+TEST_F(ContextPrefixStabilityTest, ALongSessionOfSixTasksKeepsThePrefixIn96PercentOfContexts) {
   const std::vector<std::string> files = TrajectoryFiles();
   if (files.empty()) GTEST_SKIP() << "shared/data/trajectories is not beside the repository";
   Figures f;
   ASSERT_NO_FATAL_FAILURE(Replay("six-tasks", OneSession(files), f));
-  ExpectAtLeast(f, "six tasks in one session", 95);  // 521/544 (95.8%); 510 before
+  ExpectAtLeast(f, "six tasks in one session", 96);  // 524/544 (96.3%); 510 before
 }
 
 TEST_F(ContextPrefixStabilityTest, SyntheticSessionsKeepThePrefixIn97PercentOfContexts) {
@@ -132,16 +132,17 @@ TEST_F(ContextPrefixStabilityTest, SyntheticSessionsKeepThePrefixIn97PercentOfCo
 
 // The sessions of the retention test (synthetic_sessions.h: Python/pytest, Rust/cargo, Go,
 // TypeScript/npm, Elixir/mix, 1,000+ messages with 40,000-character outputs), each in a
-// fresh daemon as there. Below the target: in long-mixed, whose tool outputs are capped at
-// 2,500 tokens, the fresh tail alone takes ~11,000 tokens after a move, and the anchor
-// moves every four to six requests (446/526).
-TEST_F(ContextPrefixStabilityTest, TheRetentionTestsSessionsKeepThePrefixIn89PercentOfContexts) {
+// fresh daemon as there. Below the target: long-mixed's outputs of 40,000 characters
+// (2,500 tokens each as sent) grow the context by ~1,200 tokens a request, and the anchor
+// moves every nine or so (476/526; every four to six, 420/526, before a move squeezed
+// the older outputs).
+TEST_F(ContextPrefixStabilityTest, TheRetentionTestsSessionsKeepThePrefixIn93PercentOfContexts) {
   Figures all;
   for (const SyntheticSession& s : SyntheticSessions()) {
     ASSERT_NO_FATAL_FAILURE(FreshDaemon());
     ASSERT_NO_FATAL_FAILURE(Replay(s.name, s.messages, all));
   }
-  ExpectAtLeast(all, "the retention test's sessions", 89);  // 837/931 (89.9%); 809 before
+  ExpectAtLeast(all, "the retention test's sessions", 93);  // 869/931 (93.3%); 809 before
 }
 
 }  // namespace

@@ -206,8 +206,12 @@ TEST_F(ServiceContextTest, AnchorIsPersistedAndUsedAfterARestart) {
   EXPECT_EQ(moved->context.report.eviction, "anchor_moved") << ReportText(*moved);
   const int64_t moved_anchor = moved->context.report.first_kept_seq;
   EXPECT_GT(moved_anchor, anchor);
+  // The move squeezed older tool outputs (core/assembly_tail.cpp): held after a restart too.
+  EXPECT_GT(moved->context.report.squeezed_through_seq, moved_anchor);
   Reopen();
   EXPECT_EQ(stores_->sessions.Get("a")->anchor_seq, moved_anchor);
+  EXPECT_EQ(stores_->sessions.Get("a")->anchor_squeezed_through,
+            moved->context.report.squeezed_through_seq);
   Result<ContextOutcome> again = SmallWindowContext("a");
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->context.report.eviction, "anchored") << ReportText(*again);
