@@ -214,8 +214,14 @@ void ReplayForStability(const std::vector<Message>& msgs, const MessageTokenCoun
       }
       ++st.requests;
       st.used_tokens += r->report.used_tokens;
-      // Cache-friendly eviction: the daemon feeds back the previous first kept seq.
-      if (anchored) in.eviction.anchor_seq = r->report.first_kept_seq;
+      // Cache-friendly eviction: the daemon feeds back the previous first kept seq, and
+      // after a move the tool outputs it squeezed.
+      if (anchored) {
+        in.eviction.anchor_seq = r->report.first_kept_seq;
+        if (r->report.eviction != "anchored") {
+          in.anchored_squeezed_through = r->report.squeezed_through_seq;
+        }
+      }
       for (int64_t seq : r->report.newly_pruned_seqs) {
         in.history[static_cast<size_t>(seq - 1)].flags |= missy::kFlagPruned;
       }
