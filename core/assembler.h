@@ -43,8 +43,10 @@ inline constexpr int64_t kTruncationSlack = 16;
 // fit); when it no longer fits, the summaries are chosen afresh (the oldest short if
 // that is what it takes to leave slack_fraction of the history budget free), groups are
 // evicted from the front down to (1 - slack_fraction) of the room and at most a quarter of
-// it, and the new first_kept_seq is the next anchor. A summary included later needs no
-// reset: covered groups end the kept part anyway. Both modes keep the kept part contiguous and within budget.
+// it (every kept tool output but the newest two cut to a quarter of
+// tool_output_max_tokens until the next move), and the new first_kept_seq is the next
+// anchor. A summary included later needs no reset: covered groups end the kept part
+// anyway. Both modes keep the kept part contiguous and within budget.
 struct EvictionOptions {
   int64_t anchor_seq = 0;       // 0: plain rule 3 (newest-first fill, maximal)
   double slack_fraction = 0.2;  // share of the room left free when the anchor moves

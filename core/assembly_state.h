@@ -104,11 +104,13 @@ inline int64_t SqueezedCap(const ContextInput& in) {
   return std::max(in.min_tool_output_tokens, in.tool_output_max_tokens / 4);
 }
 
-// Rule 6's cap for a kept entry: SqueezedCap through squeezed_through (never the new
-// message's: stored, it comes after), else tool_output_max_tokens.
+// Rule 6's cap for a kept entry: SqueezedCap for a tool output through squeezed_through
+// (never the new message: stored, it comes after), else tool_output_max_tokens (a cut
+// user message of the last turn keeps the cap its cut gave it).
 inline int64_t KeptCap(const AssemblyState& s, const Entry& e) {
-  return !e.is_new && e.seq <= s.squeezed_through ? SqueezedCap(s.in)
-                                                   : s.in.tool_output_max_tokens;
+  const bool squeezed =
+      e.msg->role == Role::kTool && !e.is_new && e.seq <= s.squeezed_through;
+  return squeezed ? SqueezedCap(s.in) : s.in.tool_output_max_tokens;
 }
 
 // ---- The passes, in pipeline order ----------------------------------------------------
