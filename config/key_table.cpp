@@ -128,6 +128,10 @@ const ConfigKey kKeys[] = {
     {"summarize_evicted",
      "a moved anchor that evicts unsummarized history writes the due leaves first (extractive)",
      BoolRule{At<&D::context, &ContextOptions::summarize_evicted>()}},
+    {"squeeze_at_move",
+     "a moved anchor cuts every kept tool output but the newest two to a quarter of "
+     "tool_output_max_tokens until it moves again",
+     BoolRule{At<&D::context, &ContextOptions::squeeze_at_move>()}},
     {"strict", "true: reject invalid tool-call sequences with 422", BoolRule{At<&D::strict>()}},
 
     {"pruning.protect_turns", "tool results in the last N user turns are kept",

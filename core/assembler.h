@@ -50,6 +50,10 @@ inline constexpr int64_t kTruncationSlack = 16;
 struct EvictionOptions {
   int64_t anchor_seq = 0;       // 0: plain rule 3 (newest-first fill, maximal)
   double slack_fraction = 0.2;  // share of the room left free when the anchor moves
+  // At a move, every kept tool output but the newest two goes cut to a quarter of
+  // tool_output_max_tokens until the next move (ContextInput::anchored_squeezed_through).
+  // False: none is, and anchored_squeezed_through is not applied.
+  bool squeeze_older_outputs = true;
   // Move the anchor now, as if it no longer fitted: the caller changes the prefix anyway
   // (newer summaries shown, the memory brought up to date), so the same break also frees
   // the slack and the following requests keep their prefix longer.

@@ -118,9 +118,10 @@ Status TakeFreshTail(AssemblyState& s) {
     s.ctx.needs_more_history = true;  // the tail may reach into the folded part
     return Status::Ok();
   }
-  s.squeezed_through = s.squeeze_preset              ? *s.squeeze_preset
-                       : in.eviction.anchor_seq > 0 ? in.anchored_squeezed_through
-                                                    : 0;
+  s.squeezed_through = s.squeeze_preset ? *s.squeeze_preset
+                       : in.eviction.anchor_seq > 0 && in.eviction.squeeze_older_outputs
+                           ? in.anchored_squeezed_through
+                           : 0;
   s.tail_cap.assign(n_entries, in.tool_output_max_tokens);
   for (size_t i = s.tail_start; i < n_entries; ++i) s.tail_cap[i] = KeptCap(s, s.entries[i]);
   s.tail = TailTokens(s);
@@ -146,6 +147,7 @@ Status TakeFreshTail(AssemblyState& s) {
 }
 
 void SqueezeOlderToolOutputs(AssemblyState& s) {
+  if (!s.in.eviction.squeeze_older_outputs) return;
   // Counted with the new message (a context asked with it is the one it gets once stored).
   int64_t through = 0;
   int newer = 0;

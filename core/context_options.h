@@ -19,6 +19,9 @@ struct ContextOptions {
   // would write are written in the same request (extractive sessions only: one commit,
   // no llm), so the context shows them.
   bool summarize_evicted = true;
+  // A moved anchor cuts every kept tool output but the newest two to a quarter of
+  // tool_output_max_tokens until the next move (EvictionOptions::squeeze_older_outputs).
+  bool squeeze_at_move = true;
 };
 
 }  // namespace missy

@@ -204,6 +204,7 @@ Result<std::shared_ptr<ContextService::Prepared>> ContextService::Prepare(Contex
   input.max_learnings = cfg->context.max_learnings;
   input.task_max_tokens = cfg->context.task_max_tokens;
   input.eviction.slack_fraction = cfg->context.eviction_slack_fraction;
+  input.eviction.squeeze_older_outputs = cfg->context.squeeze_at_move;
   input.pruning = cfg->pruning;
   input.system_prompt = session->system_prompt;
   input.tool_tokens =

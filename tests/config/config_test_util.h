@@ -149,6 +149,7 @@ inline std::vector<std::pair<std::string, std::string>> Members(const DaemonConf
   add("context.eviction_slack_fraction", c.context.eviction_slack_fraction);
   add("context.task_max_tokens", c.context.task_max_tokens);
   add("context.summarize_evicted", c.context.summarize_evicted);
+  add("context.squeeze_at_move", c.context.squeeze_at_move);
   add("strict", c.strict);
   add("pruning.enabled", c.pruning.enabled);
   add("pruning.protect_user_turns", c.pruning.protect_user_turns);

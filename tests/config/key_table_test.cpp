@@ -44,6 +44,7 @@ const std::map<std::string, std::string>& ExpectedMembers() {
       {"tool_output_max_tokens", "context.tool_output_max_tokens"},
       {"task_max_tokens", "context.task_max_tokens"},
       {"summarize_evicted", "context.summarize_evicted"},
+      {"squeeze_at_move", "context.squeeze_at_move"},
       {"strict", "strict"},
       {"pruning.protect_turns", "pruning.protect_user_turns"},
       {"pruning.protect_tokens", "pruning.protect_tool_tokens"},

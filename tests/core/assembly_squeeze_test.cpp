@@ -134,5 +134,28 @@ TEST(AssemblySqueezeTest, TheContextThatMovedTheAnchorIsTheOneTheAnchorGivesNext
   EXPECT_GE(tail_squeezed, 2) << "some windows where the tail itself had to be squeezed";
 }
 
+TEST(AssemblySqueezeTest, OffItSqueezesNothingAndIgnoresTheAnchorsSqueeze) {
+  const MessageTokenCounter counter = BytesCounter();
+  const std::vector<Message> conv = ToolSession(10, 3000);
+  ContextInput in = SqueezeInput(6000, conv, counter);
+  in.eviction.anchor_seq = 2;
+  in.eviction.squeeze_older_outputs = false;  // context.squeeze_at_move: false
+  Result<AssembledContext> moved = AssembleContext(in, counter);
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  EXPECT_EQ(moved->report.eviction, "anchor_moved");
+  EXPECT_EQ(moved->report.squeezed_through_seq, 0);
+  for (const auto& [seq, tokens] : SentBySeq(*moved, counter)) {
+    if (seq % 2 == 1 && seq > 1) EXPECT_GT(tokens, kCap - 100) << seq;
+  }
+  // An anchor set while it was on: held without its squeeze.
+  in.eviction.anchor_seq = moved->report.first_kept_seq;
+  in.anchored_squeezed_through = 17;
+  Result<AssembledContext> held = AssembleContext(in, counter);
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  EXPECT_EQ(held->report.eviction, "anchored");
+  EXPECT_EQ(held->report.squeezed_through_seq, 0);
+  EXPECT_EQ(held->messages, moved->messages);
+}
+
 }  // namespace
 }  // namespace missy
