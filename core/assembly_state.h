@@ -99,9 +99,12 @@ inline int64_t SentEstimate(const AssemblyState& s, const Entry& e) {
   return e.stored_tokens;
 }
 
-// The cap of tool outputs squeezed at an anchor's move.
+// The cap of tool outputs squeezed at an anchor's move: a quarter of the full cap, not
+// below the tail's floor, never above the full cap (a tool_output_max_tokens under
+// min_tool_output_tokens would otherwise make a squeezed output larger).
 inline int64_t SqueezedCap(const ContextInput& in) {
-  return std::max(in.min_tool_output_tokens, in.tool_output_max_tokens / 4);
+  return std::min(in.tool_output_max_tokens,
+                  std::max(in.min_tool_output_tokens, in.tool_output_max_tokens / 4));
 }
 
 // Rule 6's cap for a kept entry: SqueezedCap for a tool output through squeezed_through

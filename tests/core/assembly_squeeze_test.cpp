@@ -134,6 +134,29 @@ TEST(AssemblySqueezeTest, TheContextThatMovedTheAnchorIsTheOneTheAnchorGivesNext
   EXPECT_GE(tail_squeezed, 2) << "some windows where the tail itself had to be squeezed";
 }
 
+// A full cap below the tail's floor: squeezed outputs are not made larger than it.
+TEST(AssemblySqueezeTest, ASqueezedOutputIsNeverLongerThanTheFullCap) {
+  const MessageTokenCounter counter = BytesCounter();
+  const std::vector<Message> conv = ToolSession(10, 3000);
+  ContextInput in = SqueezeInput(900, conv, counter);
+  in.tool_output_max_tokens = 100;  // under min_tool_output_tokens (128)
+  in.eviction.anchor_seq = 2;
+  Result<AssembledContext> moved = AssembleContext(in, counter);
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  EXPECT_EQ(moved->report.eviction, "anchor_moved");
+  EXPECT_EQ(moved->report.squeezed_through_seq, 17);
+  // The newest output (seq 21) goes at the full cap; no squeezed one is longer.
+  const auto sent = SentBySeq(*moved, counter);
+  ASSERT_EQ(sent.back().first, 21);
+  int squeezed = 0;
+  for (const auto& [seq, tokens] : sent) {
+    if (seq % 2 == 0 || seq == 1 || seq > 17) continue;
+    EXPECT_LE(tokens, sent.back().second) << seq;
+    ++squeezed;
+  }
+  EXPECT_GE(squeezed, 1);
+}
+
 TEST(AssemblySqueezeTest, OffItSqueezesNothingAndIgnoresTheAnchorsSqueeze) {
   const MessageTokenCounter counter = BytesCounter();
   const std::vector<Message> conv = ToolSession(10, 3000);
