@@ -380,6 +380,23 @@ void ScanMiddleForReports(std::string_view text, std::string_view head, std::str
   }
 }
 
+// A user's message that holds what a program printed (an agent that sends a command's
+// output back as a user message, a pasted log): the lines that report an error
+// (ReportsError, not a mere mention), at most o.middle_error_lines distinct ones.
+void ScanUserTextForReports(std::string_view text, const ArtifactOptions& o, TrailBuilder& trail) {
+  size_t pos = 0, added = 0;
+  while (added < o.middle_error_lines && (pos = NextCandidate(text, pos, kErrorWords)) < text.size()) {
+    if (!ErrorWordAt(text, pos)) {
+      ++pos;
+      continue;
+    }
+    const std::string_view line = LineAround(text, pos, &pos);
+    if (ReportsError(line) && !NumberedListingLine(line)) {
+      added += trail.errors.Add(ErrorItem(line, o.max_line_chars));
+    }
+  }
+}
+
 }  // namespace
 
 void ExtractInto(const Message& m, const ArtifactOptions& o, TrailBuilder& trail, FactSink* facts) {
@@ -406,6 +423,7 @@ void ExtractInto(const Message& m, const ArtifactOptions& o, TrailBuilder& trail
         const std::string_view line = LineAround(head, pos, &pos);
         if (IsDecisionLine(line)) trail.decisions.Add(Flat(line));
       }
+      ScanUserTextForReports(text, o, trail);
       if (facts && !Trim(text).empty()) facts->UserMessage(text);
       break;
     }

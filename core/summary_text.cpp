@@ -176,28 +176,49 @@ bool ErrorWordAt(std::string_view s, size_t i) {
   const unsigned char c = Lower(static_cast<unsigned char>(s[i]));
   const bool word_start = i == 0 || !IsWordChar(static_cast<unsigned char>(s[i - 1]));
   const bool camel = i > 0 && s[i] == 'E' && s[i - 1] >= 'a' && s[i - 1] <= 'z';
+  // ReportPhrases(), found by a trigram inside them (NextCandidate's): i is where it starts.
+  auto phrase_at = [&](size_t back, std::string_view phrase) {
+    return i >= back && HasAt(s, i - back, phrase);
+  };
   switch (c) {
+    case 'r':  // permission denied, terminate called after throwing
+      return phrase_at(2, "permission denied") || phrase_at(2, "terminate called after throwing");
+    case 's':
+      return HasAt(s, i, "segmentation fault");
+    case 'd':
+      return phrase_at(5, "core dumped)");
     case 'e':
+      if (phrase_at(11, "undefined reference to")) return true;
       if (s[i] == 'E' && word_start && s.substr(i).starts_with("ERR!")) return true;  // npm
       if (HasAt(s, i, "error")) {
         const size_t e = i + 5;
         if (word_start && (WordEndsAt(s, e) || (e < n && s[e] == 's' && WordEndsAt(s, e + 1))))
           return true;
-        if (camel && e < n && s[e] == ':') return true;
+        // "KeyError:", Node's "AssertionError [ERR_ASSERTION]:", and Ruby's class in
+        // parentheses that ends its line: "... for nil:NilClass (NoMethodError)".
+        if (camel && e < n &&
+            (s[e] == ':' || (s[e] == ' ' && e + 1 < n && s[e + 1] == '[') ||
+             (s[e] == ')' && (e + 1 == n || s[e + 1] == '\n' || s[e + 1] == '\r')))) {
+          return true;
+        }
       } else if (HasAt(s, i, "exception") && i + 9 < n && s[i + 9] == ':' &&
                  (word_start || camel)) {
         return true;
       }
       return false;
-    case 'f':  // failed, fatal (any case), a runner's FAIL ("--- FAIL:", "FAIL<tab>pkg")
+    case 'f':  // failed, fatal (any case), a runner's FAIL ("--- FAIL:", "FAIL<tab>pkg"),
+               // Gradle's "FAILURE:"; connection refused
+      if (phrase_at(13, "connection refused")) return true;
       return word_start && ((HasAt(s, i, "failed") && WordEndsAt(s, i + 6)) ||
                             (HasAt(s, i, "fatal") && WordEndsAt(s, i + 5)) ||
-                            (s.substr(i).starts_with("FAIL") && WordEndsAt(s, i + 4)));
+                            (s.substr(i).starts_with("FAIL") && WordEndsAt(s, i + 4)) ||
+                            (s.substr(i).starts_with("FAILURE") && WordEndsAt(s, i + 7)));
     case 't':
       return s[i] == 'T' && s.substr(i).starts_with("Traceback");
     case 'p':
       return word_start && HasAt(s, i, "panic");
     case 'n':
+      if (phrase_at(5, " is invalid: ")) return true;
       if (s[i] == 'N') return s.substr(i).starts_with("No such file");
       // A shell's "foo: command not found" (bash, zsh: "command not found: foo").
       return s.substr(i).starts_with("not found") && i >= 8 && s.substr(i - 8, 8) == "command ";
@@ -212,7 +233,7 @@ bool IsErrorLine(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
     static const std::array<bool, 256> kFirst = [] {
       std::array<bool, 256> t{};
-      for (unsigned char c : std::string_view("eEfFtTpPnN*")) t[c] = true;
+      for (unsigned char c : std::string_view("eEfFtTpPnN*rRsSdD")) t[c] = true;
       return t;
     }();
     if (kFirst[static_cast<unsigned char>(s[i])] && ErrorWordAt(s, i)) return true;
@@ -220,15 +241,66 @@ bool IsErrorLine(std::string_view s) {
   return false;
 }
 
-bool ReportsError(std::string_view line) {
-  line = Trim(line);
-  // pytest's "E       KeyError: 'sku'": the exception line after the runner's marker.
-  if (line.size() > 2 && line[0] == 'E' && (line[1] == ' ' || line[1] == '\t')) {
-    return ReportsError(line.substr(2));
+std::span<const std::string_view> ReportPhrases() {
+  static constexpr std::string_view kPhrases[] = {
+      "ermission denied", "onnection refused",      "Segmentation fault",
+      "core dumped)",     "undefined reference to", "terminate called after throwing",
+      "***Exception: ",   " failed because ",       " is invalid: "};
+  return kPhrases;
+}
+
+namespace {
+
+bool IsExceptionName(std::string_view name) {
+  return name.ends_with("Error") || name.ends_with("Exception");
+}
+
+// The part of a line after what only frames the report: pytest's "E   " marker, a
+// terraform box's "│ ", Java's "Caused by: ", a sanitizer's "==4211==".
+std::string_view AfterReportFrame(std::string_view line) {
+  for (;;) {
+    line = Trim(line);
+    if (line.size() > 2 && line[0] == 'E' && (line[1] == ' ' || line[1] == '\t')) {
+      line.remove_prefix(2);
+    } else if (line.starts_with("\u2502 ")) {
+      line.remove_prefix(4);
+    } else if (line.starts_with("Caused by: ")) {
+      line.remove_prefix(11);
+    } else if (line.starts_with("==") && line.size() > 4) {
+      const size_t end = line.find("==", 2);
+      if (end == std::string_view::npos || end > 12 ||
+          line.substr(2, end - 2).find_first_not_of("0123456789") != std::string_view::npos) {
+        return line;
+      }
+      line.remove_prefix(end + 2);
+    } else {
+      return line;
+    }
   }
+}
+
+}  // namespace
+
+bool ReportsError(std::string_view line) {
+  line = AfterReportFrame(line);
   if (line.starts_with("Traceback") || line.starts_with("** (") || line.starts_with("npm ERR! ") ||
-      line.starts_with("--- FAIL:")) {
-    return true;  // a traceback's head, Elixir's exception, npm's report, go test's failure
+      line.starts_with("--- FAIL:") || line.starts_with("Exception in thread ") ||
+      line.starts_with("Failed to ")) {
+    // a traceback's head, Elixir's exception, npm's report, go test's failure, Java's
+    // uncaught exception, systemd's and Maven's "Failed to ..."
+    return true;
+  }
+  for (std::string_view phrase : ReportPhrases()) {
+    if (line.find(phrase) != std::string_view::npos) return true;
+  }
+  // A runner's verdict after the test's name: JUnit under Gradle's "Test > case() FAILED",
+  // pytest -v's "tests/t.py::test_x FAILED [ 50%]".
+  if (line.ends_with(" FAILED") || line.find(" FAILED [") != std::string_view::npos) return true;
+  // Ruby's "app/x.rb:12:in `m': undefined method ... (NoMethodError)": the class last.
+  if (const size_t open = line.rfind('(');
+      line.ends_with(")") && open != std::string_view::npos && line.find(": ") < open) {
+    const std::string_view name = line.substr(open + 1, line.size() - open - 2);
+    if (name.find_first_of(" ,") == std::string_view::npos && IsExceptionName(name)) return true;
   }
   // A compiler's "file:line: error:", "file(4,7): error TS2322:", "file:12:5 - error TS...",
   // and a Rust thread's "thread 'main' panicked at src/main.rs:5:9:".
@@ -239,14 +311,33 @@ bool ReportsError(std::string_view line) {
   const std::string_view first = line.substr(0, std::min(line.find_first_of(" \t"), line.size()));
   if (first.size() < 2) return false;
   const bool colon = first.back() == ':';
-  const std::string_view name = colon ? first.substr(0, first.size() - 1) : first;
+  std::string_view name = colon ? first.substr(0, first.size() - 1) : first;
+  if (name.size() > 2 && name.front() == '[' && name.back() == ']') {
+    name = name.substr(1, name.size() - 2);  // a level in brackets: Maven's "[ERROR] ..."
+    if (name.empty() || name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") != name.npos) {
+      return false;
+    }
+  }
   if (name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") == std::string_view::npos) {
     return ErrorWordAt(name, 0);  // ERROR, FAILED, FATAL, PANIC: a runner's or logger's verdict
+  }
+  const std::string_view rest = Trim(line.substr(first.size()));
+  // A name and a code in brackets: Node's "AssertionError [ERR_ASSERTION]: ...".
+  if (!colon && rest.starts_with('[') && rest.find("]: ") != std::string_view::npos &&
+      rest.find("]: ") < rest.find(' ')) {
+    return IsExceptionName(name);
+  }
+  // "Error" as the first or second word, and a message after a colon: kubectl's "Error from
+  // server (NotFound): ...", docker's "Error response from daemon: ...", "CMake Error at
+  // CMakeLists.txt:23 (find_package):".
+  if (line.find(':') != std::string_view::npos &&
+      (name == "Error" || rest.starts_with("Error ") || rest.starts_with("error "))) {
+    return true;
   }
   if (!colon) return false;  // "error ->", ":error", "Caught ValidationError: ..."
   // "TypeError:", "pkg.OperationalError:", "error:", "Exception:", "fatal:", "panic:",
   // rustc's "error[E0382]:".
-  if (name.ends_with("Error") || name.ends_with("Exception") || ErrorWordAt(first, 0)) {
+  if (IsExceptionName(name) || ErrorWordAt(first, 0)) {
     return true;
   }
   // A program's "name:" prefix ("cat:", "bash:"): the report follows it.
@@ -277,6 +368,14 @@ std::pair<std::string_view, std::string_view> HeadAndTail(std::string_view s, si
 
 namespace {
 
+// The trigrams (any case) that find ReportPhrases(): peRMIssion, teRMInate, reFUSed,
+// SEGmentation, DUMped, rEFErence, iNVAlid.
+bool PhraseTrigram(unsigned char f0, unsigned char f1, unsigned char f2) {
+  return (f0 == 'r' && f1 == 'm' && f2 == 'i') || (f0 == 'f' && f1 == 'u' && f2 == 's') ||
+         (f0 == 's' && f1 == 'e' && f2 == 'g') || (f0 == 'd' && f1 == 'u' && f2 == 'm') ||
+         (f0 == 'e' && f1 == 'f' && f2 == 'e') || (f0 == 'n' && f1 == 'v' && f2 == 'a');
+}
+
 // The scalar form of NextCandidate's test at s[i] (n = s.size()).
 template <unsigned Set>
 bool CandidateAt(const char* s, size_t i, size_t n) {
@@ -294,7 +393,7 @@ bool CandidateAt(const char* s, size_t i, size_t n) {
         (f0 == 'f' && f1 == 'a' && (f2 == 'i' || f2 == 't')) ||
         (f0 == 'p' && f1 == 'a' && f2 == 'n') || (r0 == 'T' && r1 == 'r' && r2 == 'a') ||
         (r0 == 'N' && r1 == 'o' && r2 == ' ') || (r0 == 'n' && r1 == 'o' && r2 == 't') ||
-        (r0 == '*' && r1 == '*' && r2 == ' ')) {
+        (r0 == '*' && r1 == '*' && r2 == ' ') || PhraseTrigram(f0, f1, f2)) {
       return true;
     }
   }
@@ -340,7 +439,15 @@ size_t NextCandidateOf(std::string_view text, size_t pos) {
         e = _mm_or_si128(e, _mm_and_si128(_mm_and_si128(eq(r0, 'N'), eq(r1, 'o')), eq(r2, ' ')));
         e = _mm_or_si128(e, _mm_and_si128(_mm_and_si128(eq(r0, 'n'), eq(r1, 'o')), eq(r2, 't')));
         e = _mm_or_si128(e, _mm_and_si128(_mm_and_si128(eq(r0, '*'), eq(r1, '*')), eq(r2, ' ')));
-        m = _mm_or_si128(m, e);
+        // PhraseTrigram: rmi, fus, seg, dum, efe, nva.
+        const __m128i u1 = eq(f1, 'u');
+        __m128i p = _mm_and_si128(_mm_and_si128(eq(f0, 'r'), eq(f1, 'm')), eq(f2, 'i'));
+        p = _mm_or_si128(p, _mm_and_si128(u1, _mm_or_si128(_mm_and_si128(eq(f0, 'f'), eq(f2, 's')),
+                                                           _mm_and_si128(eq(f0, 'd'), eq(f2, 'm')))));
+        p = _mm_or_si128(p, _mm_and_si128(_mm_and_si128(eq(f0, 's'), eq(f1, 'e')), eq(f2, 'g')));
+        p = _mm_or_si128(p, _mm_and_si128(_mm_and_si128(eq(f0, 'e'), eq(f1, 'f')), eq(f2, 'e')));
+        p = _mm_or_si128(p, _mm_and_si128(_mm_and_si128(eq(f0, 'n'), eq(f1, 'v')), eq(f2, 'a')));
+        m = _mm_or_si128(m, _mm_or_si128(e, p));
       }
       if constexpr ((Set & kDecisionWords) != 0) {
         m = _mm_or_si128(m, _mm_and_si128(_mm_and_si128(eq(f0, 'd'), eq(f1, 'e')), eq(f2, 'c')));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,7 +50,18 @@ bool ErrorWordAt(std::string_view s, size_t i);
 // exception after the marker), or an error after a program's "name:" prefix ("cat: x: No
 // such file ...", "bash: x: command not found"). Source code that uses an error value ("error =
 // ...", "logger.error(", "error ->", ":error") only mentions one.
+// Also: a frame before the report (terraform's "│ ", Java's "Caused by: ", a sanitizer's
+// "==123=="), a level in brackets ("[ERROR] ..."), Java's "Exception in thread ...",
+// "Failed to ...", a test's name before its verdict ("... FAILED"), Ruby's exception class
+// in parentheses at the end, Node's "SomeError [ERR_CODE]: ...", "Error" as the first or
+// second word before a colon ("Error from server (NotFound): ...", "CMake Error at ..."),
+// and a line holding one of ReportPhrases().
 bool ReportsError(std::string_view line);
+// What an OS, a linker, a crash or a service manager prints only when something failed
+// ("Permission denied", "Connection refused", "Segmentation fault", "undefined reference
+// to", "terminate called after throwing", "... failed because ...", "... is invalid: ",
+// ...), with no error word to find it by: a line holding one reports an error.
+std::span<const std::string_view> ReportPhrases();
 // A line of a numbered file listing ("12→ code" from an editor's view, "12\tcode" from
 // cat -n, "12:code", not a time such as "10:42:01"): source code, whose words name no
 // error a tool printed.
@@ -59,7 +71,8 @@ bool NumberedListingLine(std::string_view line);
 // and tokens around these positions (SSE2 where available, 16 bytes a step).
 enum CandidateSet : unsigned {
   kColon = 1,          // ':' (key markers)
-  kErrorWords = 2,     // err, exc, fai, fat, pan (any case), "Tra", "No ", "not", "** "
+  kErrorWords = 2,     // err, exc, fai, fat, pan (any case), "Tra", "No ", "not", "** ",
+                       // and ReportPhrases()' rmi, fus, seg, dum, efe, nva (any case)
   kDecisionWords = 4,  // dec (any case) (IsDecisionLine)
   kPathChars = 8,      // '/', or '.' before a letter: a path has a '/' or an extension
 };

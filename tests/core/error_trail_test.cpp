@@ -44,6 +44,61 @@ TEST(ErrorTrail, ReportsOfManyToolchainsAreToldFromMentions) {
   }
 }
 
+TEST(ErrorTrail, ReportsOfMoreToolchainsAndOfTheSystemAreToldFromMentions) {
+  using extractive::ReportsError;
+  for (const char* report :
+       {"Exception in thread \"main\" java.lang.IllegalStateException: pool closed",
+        "Caused by: java.net.ConnectException: Connection refused",
+        "[ERROR] Failed to execute goal on project stock-legacy: Could not resolve",
+        "FAILURE: Build failed with an exception.", "StockServiceTest > reservesOnce() FAILED",
+        "CMake Error at CMakeLists.txt:23 (find_package):",
+        "io.cpp:(.text+0x1a4): undefined reference to `geo::parse_header(std::istream&)'",
+        "==4211==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x602000000014",
+        "terminate called after throwing an instance of 'std::out_of_range'",
+        "Segmentation fault (core dumped)", "Aborted (core dumped)",
+        "Error from server (NotFound): namespaces \"staging\" not found",
+        "docker: Error response from daemon: port is already allocated.",
+        "\u2502 Error: Unsupported argument",
+        "Job for nginx.service failed because the control process exited with error code.",
+        "cat: /etc/nginx/certs/api.key: Permission denied",
+        "ssh: connect to host 10.0.3.7 port 22: Connection refused",
+        "app/models/user.rb:12:in `full_name': undefined method `upcase' for nil:NilClass "
+        "(NoMethodError)",
+        "AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:",
+        "Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'undici'"}) {
+    EXPECT_TRUE(ReportsError(report)) << report;
+  }
+  for (const char* mention :
+       {"Caused by: the new config", "[INFO] BUILD SUCCESS", "Error handling is described below",
+        "rescue_from(ActiveRecord::RecordNotFound)", "assert_raises(KeyError)",
+        "Stock (see StockError)", "[WARNING] Using platform encoding", "==> Error budget"}) {
+    EXPECT_FALSE(ReportsError(mention)) << mention;
+  }
+}
+
+// What a program prints with no error word in it (the OS's, a linker's, a crash's) is found
+// anywhere in a long output, and an agent that sends outputs back as user messages has their
+// reports kept as a tool's.
+TEST(ErrorTrail, ReportsWithoutAnErrorWordAndInUserMessagesAreKept) {
+  std::string output;
+  for (int i = 0; i < 300; ++i) output += "[" + std::to_string(i) + "%] Building CXX object\n";
+  output += "io.cpp:(.text+0x1a4): undefined reference to `geo::parse_header()'\n";
+  for (int i = 0; i < 300; ++i) output += "[" + std::to_string(i) + "%] Linking\n";
+  const std::string observation =
+      "<returncode>1</returncode>\n<output>\n  18 passing\n  1 failing\n\n  1) paginate:\n"
+      "     AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:\n\n3 !== "
+      "4\n</output>";
+  const auto msgs = StoredMessages(
+      {Message::User("make the build pass"), Call("c1", "bash", R"({"command":"make"})"),
+       Message::ToolResult("c1", output), Message::Assistant("```bash\nnpm test\n```"),
+       Message::User(observation),
+       Message::User("Please look at the error handling in src/http.js, it fails often.")});
+  const std::vector<std::string> errors = ExtractArtifacts(msgs).errors;
+  EXPECT_EQ(errors, (std::vector<std::string>{
+                        "io.cpp:(.text+0x1a4): undefined reference to `geo::parse_header()'",
+                        "AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:"}));
+}
+
 TEST(ErrorTrail, ReportsInTheMiddleOfALongOutputAreKeptAsPrinted) {
   std::string output;
   for (int i = 0; i < 300; ++i)
