@@ -385,7 +385,8 @@ void ScanMiddleForReports(std::string_view text, std::string_view head, std::str
 // (ReportsError, not a mere mention), at most o.middle_error_lines distinct ones.
 void ScanUserTextForReports(std::string_view text, const ArtifactOptions& o, TrailBuilder& trail) {
   size_t pos = 0, added = 0;
-  while (added < o.middle_error_lines && (pos = NextCandidate(text, pos, kErrorWords)) < text.size()) {
+  while (added < o.middle_error_lines &&
+         (pos = NextCandidate(text, pos, kErrorWords)) < text.size()) {
     if (!ErrorWordAt(text, pos)) {
       ++pos;
       continue;

@@ -442,8 +442,9 @@ size_t NextCandidateOf(std::string_view text, size_t pos) {
         // PhraseTrigram: rmi, fus, seg, dum, efe, nva.
         const __m128i u1 = eq(f1, 'u');
         __m128i p = _mm_and_si128(_mm_and_si128(eq(f0, 'r'), eq(f1, 'm')), eq(f2, 'i'));
-        p = _mm_or_si128(p, _mm_and_si128(u1, _mm_or_si128(_mm_and_si128(eq(f0, 'f'), eq(f2, 's')),
-                                                           _mm_and_si128(eq(f0, 'd'), eq(f2, 'm')))));
+        p = _mm_or_si128(p,
+                         _mm_and_si128(u1, _mm_or_si128(_mm_and_si128(eq(f0, 'f'), eq(f2, 's')),
+                                                        _mm_and_si128(eq(f0, 'd'), eq(f2, 'm')))));
         p = _mm_or_si128(p, _mm_and_si128(_mm_and_si128(eq(f0, 's'), eq(f1, 'e')), eq(f2, 'g')));
         p = _mm_or_si128(p, _mm_and_si128(_mm_and_si128(eq(f0, 'e'), eq(f1, 'f')), eq(f2, 'e')));
         p = _mm_or_si128(p, _mm_and_si128(_mm_and_si128(eq(f0, 'n'), eq(f1, 'v')), eq(f2, 'a')));

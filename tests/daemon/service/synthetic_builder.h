@@ -40,7 +40,7 @@ inline const std::vector<std::string> kWords = {
     "entry", "row",   "field", "value", "cache", "config", "parse", "load",  "store",
     "user",  "token", "index", "query", "limit", "offset", "page",  "range", "event"};
 
-enum class Lang { kPython, kRust, kGo, kTs, kElixir };
+enum class Lang { kPython, kRust, kGo, kTs, kElixir, kJava, kCpp, kRuby, kYaml };
 
 // Builds a session message by message.
 class Builder {
@@ -117,6 +117,26 @@ class Builder {
           "  const {a} = await {b}.{f}({k});", "  if (!{a}) throw new Error(`missing {k}`);",
           "  return {a}.length;", "}", "import { {f} } from './{k}';", "  // {k} may be empty",
           ""}},
+        {Lang::kJava,
+         {"    public int {f}(String {a}) {",
+          "        if ({a} == null) throw new "
+          "IllegalArgumentException(\"{k}\");",
+          "        return {b}.get({a}).size();", "    }", "import com.acme.{k}.{f};",
+          "    // {k} is cached per request",
+          "    private final Map<String, Integer> {b} = new HashMap<>();", ""}},
+        {Lang::kCpp,
+         {"int {f}(const std::string& {a}) {",
+          "  if ({a}.empty()) throw std::runtime_error"
+          "(\"empty {k}\");",
+          "  return static_cast<int>({b}.size());", "}", "#include \"geo/{k}.h\"",
+          "  // {k}: owned by the caller", "  std::vector<int> {b};", ""}},
+        {Lang::kRuby,
+         {"  def {f}({a})", "    raise ArgumentError, \"bad {k}\" if {a}.nil?",
+          "    @{b}.fetch({a}, 0)", "  end", "  # {k} is optional for imported rows",
+          "  has_many :{b}", ""}},
+        {Lang::kYaml,
+         {"  {k}:", "    image: registry.local/{k}:1.{a}", "    replicas: 2",
+          "    # {k} is scaled by the HPA", "  - name: {f}", "    port: 8080", ""}},
         {Lang::kElixir,
          {"  def {f}({a}, {b}) do", "    case Repo.get({a}, {b}) do",
           "      nil -> {:error, :not_found}", "      {k} -> {:ok, {k}}", "    end", "  end",
@@ -178,5 +198,53 @@ class Builder {
   std::string pending_;  // said, not yet sent
   int calls_ = 0;
 };
+
+// --- A compile-and-test loop shared by the other languages -------------------------------
+
+// One reported problem: the file it is in, what the tool prints for it, and what fixes it.
+struct Problem {
+  std::string file;
+  std::string block;  // printed by every run until it is fixed
+};
+
+struct Loop {
+  Lang lang;
+  std::string check;  // the command rerun after each fix
+  std::vector<Problem> problems;
+  // The output of `check` with `open` problems still there.
+  std::string (*run)(Builder&, const std::vector<Problem>& open);
+  int reads_per_fix = 4;    // files read and searched between two fixes
+  int listing_lines = 120;  // lines per file read
+};
+
+// Fixes the loop's problems one by one: runs the check, reads and searches around, edits,
+// and between fixes runs `side` (one-off commands: typos, missing files, documentation).
+template <typename Side>
+inline void FixOneByOne(Builder& b, Loop loop, const std::vector<std::string>& files, Side side) {
+  b.Bash(loop.check, loop.run(b, loop.problems), "Let me build it and see what fails.");
+  int round = 0;
+  while (!loop.problems.empty()) {
+    const Problem p = loop.problems.front();
+    for (int k = 0; k < loop.reads_per_fix; ++k) {
+      b.Read(k == 0 ? p.file : files[b.rng().Below(files.size())], loop.lang,
+             loop.listing_lines + 15 * k);
+      b.Bash("grep -rn \"" + b.rng().Of(kWords) + "\" " +
+                 files[b.rng().Below(files.size())].substr(0, 3) + " | head -30",
+             b.Code(loop.lang, 25, 1));
+      if (k % 2 == 1) b.Bash(loop.check, loop.run(b, loop.problems));
+    }
+    side(b, round);
+    b.Edit(p.file, "/* before */", "/* after */", "Fixing the error in " + p.file + ".");
+    loop.problems.erase(loop.problems.begin());
+    b.Bash(loop.check, loop.run(b, loop.problems));
+    ++round;
+  }
+}
+
+inline std::string Join(const std::vector<Problem>& open) {
+  std::string out;
+  for (const Problem& p : open) out += p.block + "\n";
+  return out;
+}
 
 }  // namespace missy::testing::synthetic

@@ -268,8 +268,10 @@ SyntheticSession LongMixedSession() {
 }
 
 std::vector<SyntheticSession> SyntheticSessions() {
-  return {PythonPytestSession(),  RustCargoSession(), GoModuleSession(),
-          TypeScriptNpmSession(), ElixirMixSession(), LongMixedSession()};
+  return {PythonPytestSession(),  RustCargoSession(),       GoModuleSession(),
+          TypeScriptNpmSession(), ElixirMixSession(),       LongMixedSession(),
+          JavaGradleSession(),    CppCmakeSession(),        OpsDeploySession(),
+          RubyRspecSession(),     NodeObservationsSession()};
 }
 
 std::string ToJsonl(const std::vector<Message>& messages) {

@@ -140,54 +140,6 @@ SyntheticSession PythonPytestSession() {
 
 namespace {
 
-// --- A compile-and-test loop shared by the other languages -------------------------------
-
-// One reported problem: the file it is in, what the tool prints for it, and what fixes it.
-struct Problem {
-  std::string file;
-  std::string block;  // printed by every run until it is fixed
-};
-
-struct Loop {
-  Lang lang;
-  std::string check;  // the command rerun after each fix
-  std::vector<Problem> problems;
-  // The output of `check` with `open` problems still there.
-  std::string (*run)(Builder&, const std::vector<Problem>& open);
-  int reads_per_fix = 4;    // files read and searched between two fixes
-  int listing_lines = 120;  // lines per file read
-};
-
-// Fixes the loop's problems one by one: runs the check, reads and searches around, edits,
-// and between fixes runs `side` (one-off commands: typos, missing files, documentation).
-template <typename Side>
-void FixOneByOne(Builder& b, Loop loop, const std::vector<std::string>& files, Side side) {
-  b.Bash(loop.check, loop.run(b, loop.problems), "Let me build it and see what fails.");
-  int round = 0;
-  while (!loop.problems.empty()) {
-    const Problem p = loop.problems.front();
-    for (int k = 0; k < loop.reads_per_fix; ++k) {
-      b.Read(k == 0 ? p.file : files[b.rng().Below(files.size())], loop.lang,
-             loop.listing_lines + 15 * k);
-      b.Bash("grep -rn \"" + b.rng().Of(kWords) + "\" " +
-                 files[b.rng().Below(files.size())].substr(0, 3) + " | head -30",
-             b.Code(loop.lang, 25, 1));
-      if (k % 2 == 1) b.Bash(loop.check, loop.run(b, loop.problems));
-    }
-    side(b, round);
-    b.Edit(p.file, "/* before */", "/* after */", "Fixing the error in " + p.file + ".");
-    loop.problems.erase(loop.problems.begin());
-    b.Bash(loop.check, loop.run(b, loop.problems));
-    ++round;
-  }
-}
-
-std::string Join(const std::vector<Problem>& open) {
-  std::string out;
-  for (const Problem& p : open) out += p.block + "\n";
-  return out;
-}
-
 // --- Rust ---------------------------------------------------------------------------------
 
 std::string CargoBuild(Builder& b, const std::vector<Problem>& open) {
