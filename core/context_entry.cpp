@@ -37,7 +37,10 @@ void Renderer::Render(Entry& e, int64_t cap) const {
     return;
   }
   if ((e.msg->role == Role::kTool || e.cut) && e.stored_tokens > cap) {
-    TruncatedText t = TruncateMiddleOut(e.msg->PlainText(), cap, counter_);
+    // The cut part's error reports are listed in the marker: a build's one failing step
+    // in the middle of its log stays in view.
+    TruncatedText t = TruncateMiddleOut(e.msg->PlainText(), cap, counter_,
+                                        /*list_cut_reports=*/true);
     if (t.truncated) {
       e.rendered = std::make_unique<Message>(WithText(*e.msg, std::move(t.text)));
       e.changed = true;

@@ -1,6 +1,9 @@
 #include "core/truncation.h"
 
 #include <algorithm>
+#include <vector>
+
+#include "core/summary_text.h"
 
 namespace missy {
 
@@ -146,8 +149,50 @@ std::string TruncationMarker(int64_t removed_tokens) {
   return "[...truncated " + std::to_string(removed_tokens) + " tokens...]";
 }
 
+namespace {
+
+// The distinct lines of text[from, to) that report an error, not already in the kept part
+// (text outside [from, to)), at most kMaxCutReports of them within `room_tokens`, each cut
+// to 300 bytes: "\nline" each.
+std::string CutReports(std::string_view text, size_t from, size_t to, int64_t room_tokens,
+                       const MessageTokenCounter& counter) {
+  using extractive::ErrorWordAt;
+  const std::string_view cut = text.substr(from, to - from);
+  const std::string_view head = text.substr(0, from), tail = text.substr(to);
+  std::vector<std::string_view> seen;
+  std::string out;
+  size_t pos = 0;
+  while (seen.size() < kMaxCutReports &&
+         (pos = extractive::NextCandidate(cut, pos, extractive::kErrorWords)) < cut.size()) {
+    if (!ErrorWordAt(cut, pos)) {
+      ++pos;
+      continue;
+    }
+    std::string_view line = extractive::LineAround(cut, pos, &pos);
+    if (!extractive::ReportsError(line) || extractive::NumberedListingLine(line)) continue;
+    line = line.substr(0, Utf8BoundaryAtOrBefore(line, 300));
+    if (std::find(seen.begin(), seen.end(), line) != seen.end() ||
+        head.find(line) != std::string_view::npos || tail.find(line) != std::string_view::npos) {
+      continue;
+    }
+    const std::string more = out + "\n" + std::string(line);
+    if (counter.CountText(more) > room_tokens) break;
+    out = more;
+    seen.push_back(line);
+  }
+  return out;
+}
+
+std::string Marker(int64_t removed_tokens, const std::string& reports) {
+  if (reports.empty()) return TruncationMarker(removed_tokens);
+  return "[...truncated " + std::to_string(removed_tokens) +
+         " tokens; the cut part reported:" + reports + "\n...]";
+}
+
+}  // namespace
+
 TruncatedText TruncateMiddleOut(std::string_view text, int64_t max_tokens,
-                                const MessageTokenCounter& counter) {
+                                const MessageTokenCounter& counter, bool list_cut_reports) {
   TruncatedText out;
   out.original_tokens = counter.CountText(text);
   if (out.original_tokens <= max_tokens) {
@@ -156,11 +201,12 @@ TruncatedText TruncateMiddleOut(std::string_view text, int64_t max_tokens,
     return out;
   }
   out.truncated = true;
+  std::string reports;  // CutReports of the first cut, once it is known
+  bool reports_known = !list_cut_reports;
   // The marker's size with a generous number; separators counted with it.
-  const int64_t marker_tokens =
-      counter.CountText("\n" + TruncationMarker(out.original_tokens) + "\n");
+  int64_t marker_tokens = counter.CountText("\n" + TruncationMarker(out.original_tokens) + "\n");
   int64_t room = max_tokens - marker_tokens;
-  for (int attempt = 0; attempt < 8; ++attempt) {
+  for (int attempt = 0; attempt < 10; ++attempt) {
     if (room <= 0) {
       out.removed_tokens = out.original_tokens;
       out.text = TruncationMarker(out.removed_tokens);
@@ -172,6 +218,20 @@ TruncatedText TruncateMiddleOut(std::string_view text, int64_t max_tokens,
     size_t head_end = LongestHead(text, head_budget, counter);
     size_t tail_start = LongestTailStart(text, tail_budget, counter);
     if (tail_start < head_end) tail_start = head_end;  // cannot happen when truncating; defensive
+    if (!reports_known) {
+      // The cut part's reports, then the same cut with the marker that lists them: the
+      // part cut only grows, so what they report stays cut.
+      reports_known = true;
+      reports = CutReports(text, head_end, tail_start, max_tokens / 8, counter);
+      if (!reports.empty()) {
+        const int64_t listed =
+            counter.CountText("\n" + Marker(out.original_tokens, reports) + "\n");
+        room -= listed - marker_tokens;
+        marker_tokens = listed;
+        --attempt;
+        continue;
+      }
+    }
     std::string_view head = text.substr(0, head_end);
     std::string_view tail = text.substr(tail_start);
     int64_t kept = counter.CountText(head) + counter.CountText(tail);
@@ -180,7 +240,7 @@ TruncatedText TruncateMiddleOut(std::string_view text, int64_t max_tokens,
     out.text.reserve(head.size() + tail.size() + 40);
     out.text.append(head);
     if (!head.empty() && head.back() != '\n') out.text.push_back('\n');
-    out.text += TruncationMarker(out.removed_tokens);
+    out.text += Marker(out.removed_tokens, reports);
     out.text.push_back('\n');
     out.text.append(tail);
     out.tokens = counter.CountText(out.text);

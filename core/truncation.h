@@ -32,8 +32,17 @@ std::string TruncationMarker(int64_t removed_tokens);
 // "\n" + tail with CountText(result) <= max_tokens, head and tail getting about half of
 // what the marker leaves each. When max_tokens is too small for the marker itself the
 // result is the marker alone (tokens may then exceed max_tokens by the marker's size).
+// With `list_cut_reports`, the marker also lists, as printed, the distinct lines of the cut
+// part that report an error (extractive::ReportsError: a build's one failing step in the
+// middle of its log, a test's exception), at most kMaxCutReports of them within an eighth
+// of max_tokens; the head and tail make room for them:
+//   [...truncated 1234 tokens; the cut part reported:
+//   src/io.cpp:12:5: error: ...
+//   ...]
 TruncatedText TruncateMiddleOut(std::string_view text, int64_t max_tokens,
-                                const MessageTokenCounter& counter);
+                                const MessageTokenCounter& counter, bool list_cut_reports = false);
+
+inline constexpr size_t kMaxCutReports = 8;
 
 // The largest code point boundary <= pos, and the smallest >= pos (pos clamped to size).
 size_t Utf8BoundaryAtOrBefore(std::string_view s, size_t pos);

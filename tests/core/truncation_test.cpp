@@ -103,5 +103,40 @@ TEST(TruncationTest, BudgetSmallerThanMarker) {
   EXPECT_EQ(t.text, "[...truncated 500 tokens...]");
 }
 
+// A build log with its one failing step in the middle: cut to a tenth, the marker lists the
+// step's error lines as printed (once each, not a line the kept tail shows), and the
+// result still fits.
+TEST(TruncationTest, TheCutPartsErrorReportsAreListedInTheMarker) {
+  const MessageTokenCounter counter = testing::BytesCounter();
+  std::string log;
+  for (int i = 0; i < 300; ++i) log += "[ " + std::to_string(i / 3) + "%] Building CXX object\n";
+  const std::string error = "src/mesh.cpp:118:22: error: no member named 'push'";
+  const std::string linker = "io.cpp:(.text+0x1a4): undefined reference to `parse_header'";
+  for (int k = 0; k < 3; ++k) log += error + "\n  118 |   v.push(x);\n" + linker + "\n";
+  log += "    logger.error(\"retrying\")\n";  // a mention: not listed
+  for (int i = 0; i < 300; ++i) log += "[ " + std::to_string(i / 3) + "%] Linking\n";
+  log += "collect2: error: ld returned 1 exit status\n";
+  const std::string again = "collect2: error: ld returned 1 exit status\n";
+  const std::string text = log.substr(0, log.size() / 2) + again + log.substr(log.size() / 2);
+
+  const TruncatedText listed = TruncateMiddleOut(text, 1200, counter, true);
+  ASSERT_TRUE(listed.truncated);
+  EXPECT_LE(listed.tokens, 1200);
+  const std::string marker = "[...truncated " + std::to_string(listed.removed_tokens) +
+                             " tokens; the cut part reported:\n" + error + "\n" + linker +
+                             "\n...]";
+  EXPECT_NE(listed.text.find("\n" + marker + "\n"), std::string::npos) << listed.text;
+  EXPECT_EQ(listed.text.find("logger.error"), std::string::npos);
+
+  const TruncatedText plain = TruncateMiddleOut(text, 1200, counter);
+  EXPECT_EQ(plain.text.find(error), std::string::npos);
+  EXPECT_NE(plain.text.find("\n" + TruncationMarker(plain.removed_tokens) + "\n"),
+            std::string::npos);
+  // Nothing reported in the cut part: the plain marker.
+  const std::string quiet(4000, 'x');
+  EXPECT_EQ(TruncateMiddleOut(quiet, 400, counter, true).text,
+            TruncateMiddleOut(quiet, 400, counter).text);
+}
+
 }  // namespace
 }  // namespace missy
