@@ -222,7 +222,7 @@ TruncatedText TruncateMiddleOut(std::string_view text, int64_t max_tokens,
       // The cut part's reports, then the same cut with the marker that lists them: the
       // part cut only grows, so what they report stays cut.
       reports_known = true;
-      reports = CutReports(text, head_end, tail_start, max_tokens / 8, counter);
+      reports = CutReports(text, head_end, tail_start, max_tokens / 4, counter);
       if (!reports.empty()) {
         const int64_t listed =
             counter.CountText("\n" + Marker(out.original_tokens, reports) + "\n");

@@ -34,7 +34,7 @@ std::string TruncationMarker(int64_t removed_tokens);
 // result is the marker alone (tokens may then exceed max_tokens by the marker's size).
 // With `list_cut_reports`, the marker also lists, as printed, the distinct lines of the cut
 // part that report an error (extractive::ReportsError: a build's one failing step in the
-// middle of its log, a test's exception), at most kMaxCutReports of them within an eighth
+// middle of its log, a test's exception), at most kMaxCutReports of them within a quarter
 // of max_tokens; the head and tail make room for them:
 //   [...truncated 1234 tokens; the cut part reported:
 //   src/io.cpp:12:5: error: ...

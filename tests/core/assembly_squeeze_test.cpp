@@ -98,8 +98,37 @@ TEST(AssemblySqueezeTest, AMoveSqueezesAllButTheNewestTwoToolOutputsAndTheAnchor
   ASSERT_GE(held->messages.size(), moved->messages.size());
   EXPECT_TRUE(std::equal(moved->messages.begin(), moved->messages.end(), held->messages.begin()));
   for (const auto& [seq, tokens] : SentBySeq(*held, counter)) {
-    if (seq == 19 || seq == 23) EXPECT_GT(tokens, kCap - 100) << seq;
+    if (seq == 19 || seq == 23) {
+      EXPECT_GT(tokens, kCap - 100) << seq;
+    }
   }
+}
+
+// An output cut to its cap, or squeezed at a move, keeps in view the errors its cut part
+// reported: the marker lists them as printed.
+TEST(AssemblySqueezeTest, ACutOutputListsTheErrorsItsCutPartReported) {
+  const MessageTokenCounter counter = BytesCounter();
+  std::vector<Message> conv = ToolSession(10, 3000);
+  const std::string error = "src/io.cpp:12:5: error: no parse_header";
+  std::string& text = conv[16].text;  // seq 17: an older output, squeezed at the move
+  text.insert(text.find('\n', text.size() / 2) + 1, error + "\n");
+  ContextInput in = SqueezeInput(6000, conv, counter);
+  in.eviction.anchor_seq = 2;
+  Result<AssembledContext> moved = AssembleContext(in, counter);
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  ASSERT_EQ(moved->report.eviction, "anchor_moved");
+  bool shown = false;
+  for (size_t k = 0; k < moved->kept_seqs.size(); ++k) {
+    if (moved->kept_seqs[k] != 17) continue;
+    const std::string sent = moved->messages[LeadingNonHistoryMessages(*moved) +
+                                             (moved->report.task_pinned ? 1 : 0) + k]
+                                 .PlainText();
+    EXPECT_LT(static_cast<int64_t>(sent.size()), kSqueezed + 100);
+    EXPECT_NE(sent.find("the cut part reported:\n" + error + "\n...]"), std::string::npos)
+        << sent;
+    shown = true;
+  }
+  EXPECT_TRUE(shown) << "seq 17 is kept, squeezed";
 }
 
 // Over a range of windows (the fresh tail squeezed to fit in the smaller ones, so the
@@ -168,7 +197,9 @@ TEST(AssemblySqueezeTest, OffItSqueezesNothingAndIgnoresTheAnchorsSqueeze) {
   EXPECT_EQ(moved->report.eviction, "anchor_moved");
   EXPECT_EQ(moved->report.squeezed_through_seq, 0);
   for (const auto& [seq, tokens] : SentBySeq(*moved, counter)) {
-    if (seq % 2 == 1 && seq > 1) EXPECT_GT(tokens, kCap - 100) << seq;
+    if (seq % 2 == 1 && seq > 1) {
+      EXPECT_GT(tokens, kCap - 100) << seq;
+    }
   }
   // An anchor set while it was on: held without its squeeze.
   in.eviction.anchor_seq = moved->report.first_kept_seq;
