@@ -415,7 +415,10 @@ void ExtractInto(const Message& m, const ArtifactOptions& o, TrailBuilder& trail
     plain = m.PlainText();
     text = plain;
   }
-  switch (m.role) {
+  // An agent that sends a command's output back as a user message: read it as a tool's
+  // (its errors; not its paths, decisions or a request).
+  const Role role = m.role == Role::kUser && ToolOutputInUserMessage(text) ? Role::kTool : m.role;
+  switch (role) {
     case Role::kUser: {
       ScanTextPaths(text, o.text_window_bytes, trail);
       const std::string_view head = text.substr(0, std::min(text.size(), o.scan_window_bytes));

@@ -241,6 +241,15 @@ bool IsErrorLine(std::string_view s) {
   return false;
 }
 
+bool ToolOutputInUserMessage(std::string_view text) {
+  text = Trim(text);
+  for (std::string_view frame :
+       {"<returncode>", "<output>", "OBSERVATION:", "Observation:", "EXECUTION RESULT"}) {
+    if (text.starts_with(frame)) return true;
+  }
+  return false;
+}
+
 std::span<const std::string_view> ReportPhrases() {
   static constexpr std::string_view kPhrases[] = {
       "ermission denied", "onnection refused",      "Segmentation fault",

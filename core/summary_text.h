@@ -57,6 +57,11 @@ bool ErrorWordAt(std::string_view s, size_t i);
 // second word before a colon ("Error from server (NotFound): ...", "CMake Error at ..."),
 // and a line holding one of ReportPhrases().
 bool ReportsError(std::string_view line);
+// Whether a user message is a command's output that an agent sends back as a user message
+// rather than a tool result: it opens with such an agent's frame (mini-swe-agent's
+// "<returncode>"/"<output>", SWE-agent's "OBSERVATION:", a ReAct loop's "Observation:",
+// OpenHands' "EXECUTION RESULT").
+bool ToolOutputInUserMessage(std::string_view text);
 // What an OS, a linker, a crash or a service manager prints only when something failed
 // ("Permission denied", "Connection refused", "Segmentation fault", "undefined reference
 // to", "terminate called after throwing", "... failed because ...", "... is invalid: ",

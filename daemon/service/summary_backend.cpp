@@ -55,6 +55,9 @@ std::string RenderMessage(const Message& m, const LlmBackendOptions& options) {
     case Role::kSystem:
       return "";  // the agent's instructions are not part of what happened
     case Role::kUser:
+      if (extractive::ToolOutputInUserMessage(text)) {  // an agent's command output
+        return "tool: " + HeadAndTail(text, options.tool_result_chars) + "\n";
+      }
       return "user: " + text + "\n";
     case Role::kAssistant:
       if (!text.empty()) out = "assistant: " + text + "\n";

@@ -18,7 +18,7 @@ using testing::BaseInput;
 using testing::BytesCounter;
 using testing::Store;
 
-constexpr int64_t kCap = 1000;     // tool_output_max_tokens
+constexpr int64_t kCap = 1000;      // tool_output_max_tokens
 constexpr int64_t kSqueezed = 250;  // a quarter of it
 
 // A user message, then `calls` tool-call groups, each output `output_bytes` long and
@@ -120,12 +120,11 @@ TEST(AssemblySqueezeTest, ACutOutputListsTheErrorsItsCutPartReported) {
   bool shown = false;
   for (size_t k = 0; k < moved->kept_seqs.size(); ++k) {
     if (moved->kept_seqs[k] != 17) continue;
-    const std::string sent = moved->messages[LeadingNonHistoryMessages(*moved) +
-                                             (moved->report.task_pinned ? 1 : 0) + k]
-                                 .PlainText();
+    const std::string sent =
+        moved->messages[LeadingNonHistoryMessages(*moved) + (moved->report.task_pinned ? 1 : 0) + k]
+            .PlainText();
     EXPECT_LT(static_cast<int64_t>(sent.size()), kSqueezed + 100);
-    EXPECT_NE(sent.find("the cut part reported:\n" + error + "\n...]"), std::string::npos)
-        << sent;
+    EXPECT_NE(sent.find("the cut part reported:\n" + error + "\n...]"), std::string::npos) << sent;
     shown = true;
   }
   EXPECT_TRUE(shown) << "seq 17 is kept, squeezed";

@@ -101,6 +101,27 @@ TEST(ErrorTrail, ReportsWithoutAnErrorWordAndInUserMessagesAreKept) {
                         "AssertionError [ERR_ASSERTION]: Expected values to be strictly equal:"}));
 }
 
+// An agent that sends each command's output back as a user message (mini-swe-agent's
+// "<returncode>", SWE-agent's "OBSERVATION:"): the output is read as a tool's, so what the
+// source it printed imports is not a file and the output is not one of the user's requests.
+TEST(ErrorTrail, AnOutputSentAsAUserMessageIsReadAsATools) {
+  const std::string listing =
+      "<returncode>0</returncode>\n<output>\n     1\timport { run } from './runner';\n     "
+      "2\texport const page = load('./pages/index.js');\n</output>";
+  const auto msgs = StoredMessages(
+      {Message::User("fix src/paginate.js"), Message::Assistant("```bash\ncat -n src/a.js\n```"),
+       Message::User(listing), Message::Assistant("```bash\nnpm test\n```"),
+       Message::User("OBSERVATION:\nTypeError: Cannot read properties of undefined")});
+  const ArtifactTrail trail = ExtractArtifacts(msgs);
+  EXPECT_EQ(trail.files, (std::vector<std::string>{"src/paginate.js", "src/a.js"}));
+  EXPECT_EQ(trail.errors,
+            (std::vector<std::string>{"TypeError: Cannot read properties of undefined"}));
+  ExtractiveOptions options;
+  const ExtractiveSummary s = SummarizeMessages(msgs, "", options, HeuristicCounter());
+  EXPECT_NE(s.text.find("fix src/paginate.js"), std::string::npos) << s.text;
+  EXPECT_EQ(s.text.find("- <returncode>"), std::string::npos) << s.text;  // not a request
+}
+
 TEST(ErrorTrail, ReportsInTheMiddleOfALongOutputAreKeptAsPrinted) {
   std::string output;
   for (int i = 0; i < 300; ++i)

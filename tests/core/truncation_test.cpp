@@ -123,8 +123,7 @@ TEST(TruncationTest, TheCutPartsErrorReportsAreListedInTheMarker) {
   ASSERT_TRUE(listed.truncated);
   EXPECT_LE(listed.tokens, 1200);
   const std::string marker = "[...truncated " + std::to_string(listed.removed_tokens) +
-                             " tokens; the cut part reported:\n" + error + "\n" + linker +
-                             "\n...]";
+                             " tokens; the cut part reported:\n" + error + "\n" + linker + "\n...]";
   EXPECT_NE(listed.text.find("\n" + marker + "\n"), std::string::npos) << listed.text;
   EXPECT_EQ(listed.text.find("logger.error"), std::string::npos);
 
