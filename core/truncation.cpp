@@ -151,34 +151,56 @@ std::string TruncationMarker(int64_t removed_tokens) {
 
 namespace {
 
-// The distinct lines of text[from, to) that report an error, not already in the kept part
-// (text outside [from, to)), at most kMaxCutReports of them within `room_tokens`, each cut
-// to 300 bytes: "\nline" each.
-std::string CutReports(std::string_view text, size_t from, size_t to, int64_t room_tokens,
-                       const MessageTokenCounter& counter) {
-  using extractive::ErrorWordAt;
-  const std::string_view cut = text.substr(from, to - from);
-  const std::string_view head = text.substr(0, from), tail = text.substr(to);
-  std::vector<std::string_view> seen;
-  std::string out;
+// A line that reports an error, where it lies in the text (its first byte, one past its
+// last), as listed (at most 300 bytes).
+struct Report {
+  size_t begin = 0, end = 0;
+  std::string_view line;
+};
+
+// The distinct lines of text[from, to) that report an error, at most kMaxCutReports of
+// them within `room_tokens` (each line counted alone, and one token for its newline);
+// `*tokens` is what they cost so counted.
+std::vector<Report> FindReports(std::string_view text, size_t from, size_t to, int64_t room_tokens,
+                                const MessageTokenCounter& counter, int64_t* tokens) {
+  const std::string_view part = text.substr(from, to - from);
+  std::vector<Report> out;
+  *tokens = 0;
   size_t pos = 0;
-  while (seen.size() < kMaxCutReports &&
-         (pos = extractive::NextCandidate(cut, pos, extractive::kErrorWords)) < cut.size()) {
-    if (!ErrorWordAt(cut, pos)) {
+  while (out.size() < kMaxCutReports &&
+         (pos = extractive::NextCandidate(part, pos, extractive::kErrorWords)) < part.size()) {
+    if (!extractive::ErrorWordAt(part, pos)) {
       ++pos;
       continue;
     }
-    std::string_view line = extractive::LineAround(cut, pos, &pos);
-    if (!extractive::ReportsError(line) || extractive::NumberedListingLine(line)) continue;
-    line = line.substr(0, Utf8BoundaryAtOrBefore(line, 300));
-    if (std::find(seen.begin(), seen.end(), line) != seen.end() ||
-        head.find(line) != std::string_view::npos || tail.find(line) != std::string_view::npos) {
+    const std::string_view line = extractive::LineAround(part, pos, &pos);
+    const std::string_view shown = line.substr(0, Utf8BoundaryAtOrBefore(line, 300));
+    // A repeat first (a log repeats its one error hundreds of times), then the rules.
+    if (std::any_of(out.begin(), out.end(), [&](const Report& r) { return r.line == shown; }) ||
+        extractive::NumberedListingLine(line) || !extractive::ReportsError(line)) {
       continue;
     }
-    const std::string more = out + "\n" + std::string(line);
-    if (counter.CountText(more) > room_tokens) break;
-    out = more;
-    seen.push_back(line);
+    const int64_t cost = counter.CountText(shown) + 1;
+    if (*tokens + cost > room_tokens) break;
+    *tokens += cost;
+    const size_t begin = static_cast<size_t>(line.data() - text.data());
+    out.push_back({begin, begin + line.size(), shown});
+  }
+  return out;
+}
+
+// The reports that lie wholly in the part cut, text[head_end, tail_start), and are not
+// repeated in the part kept, as the marker lists them.
+std::string Listed(const std::vector<Report>& reports, std::string_view text, size_t head_end,
+                   size_t tail_start) {
+  const std::string_view head = text.substr(0, head_end), tail = text.substr(tail_start);
+  std::string out;
+  for (const Report& r : reports) {
+    if (r.begin < head_end || r.end > tail_start || tail.find(r.line) != std::string_view::npos ||
+        head.find(r.line) != std::string_view::npos) {
+      continue;
+    }
+    out.append("\n").append(r.line);
   }
   return out;
 }
@@ -201,12 +223,32 @@ TruncatedText TruncateMiddleOut(std::string_view text, int64_t max_tokens,
     return out;
   }
   out.truncated = true;
-  std::string reports;  // CutReports of the first cut, once it is known
-  bool reports_known = !list_cut_reports;
   // The marker's size with a generous number; separators counted with it.
-  int64_t marker_tokens = counter.CountText("\n" + TruncationMarker(out.original_tokens) + "\n");
+  const auto framed = [](const std::string& marker) {
+    std::string out;
+    out.reserve(marker.size() + 2);
+    out.append("\n").append(marker).append("\n");
+    return out;
+  };
+  int64_t marker_tokens = counter.CountText(framed(TruncationMarker(out.original_tokens)));
   int64_t room = max_tokens - marker_tokens;
-  for (int attempt = 0; attempt < 10; ++attempt) {
+  // The reports of the part the cut will about take (head and tail get about room / 2
+  // tokens each; a quarter of the head's bytes either way), their room taken from head
+  // and tail before the one cut: those that end up kept are then not listed.
+  std::vector<Report> reports;
+  if (list_cut_reports && room > 0) {
+    const double bytes_per_token =
+        static_cast<double>(text.size()) / static_cast<double>(out.original_tokens);
+    const size_t side = static_cast<size_t>(static_cast<double>(room / 2) * bytes_per_token);
+    const size_t from = side - side / 4, to = text.size() - std::min(text.size(), side - side / 4);
+    int64_t listed_tokens = 0;
+    if (from < to) reports = FindReports(text, from, to, max_tokens / 4, counter, &listed_tokens);
+    if (!reports.empty()) {  // the listing's frame, then its lines
+      marker_tokens = counter.CountText(framed(Marker(out.original_tokens, "\n"))) + listed_tokens;
+      room = max_tokens - marker_tokens;
+    }
+  }
+  for (int attempt = 0; attempt < 8; ++attempt) {
     if (room <= 0) {
       out.removed_tokens = out.original_tokens;
       out.text = TruncationMarker(out.removed_tokens);
@@ -218,20 +260,6 @@ TruncatedText TruncateMiddleOut(std::string_view text, int64_t max_tokens,
     size_t head_end = LongestHead(text, head_budget, counter);
     size_t tail_start = LongestTailStart(text, tail_budget, counter);
     if (tail_start < head_end) tail_start = head_end;  // cannot happen when truncating; defensive
-    if (!reports_known) {
-      // The cut part's reports, then the same cut with the marker that lists them: the
-      // part cut only grows, so what they report stays cut.
-      reports_known = true;
-      reports = CutReports(text, head_end, tail_start, max_tokens / 4, counter);
-      if (!reports.empty()) {
-        const int64_t listed =
-            counter.CountText("\n" + Marker(out.original_tokens, reports) + "\n");
-        room -= listed - marker_tokens;
-        marker_tokens = listed;
-        --attempt;
-        continue;
-      }
-    }
     std::string_view head = text.substr(0, head_end);
     std::string_view tail = text.substr(tail_start);
     int64_t kept = counter.CountText(head) + counter.CountText(tail);
@@ -240,7 +268,7 @@ TruncatedText TruncateMiddleOut(std::string_view text, int64_t max_tokens,
     out.text.reserve(head.size() + tail.size() + 40);
     out.text.append(head);
     if (!head.empty() && head.back() != '\n') out.text.push_back('\n');
-    out.text += Marker(out.removed_tokens, reports);
+    out.text += Marker(out.removed_tokens, Listed(reports, text, head_end, tail_start));
     out.text.push_back('\n');
     out.text.append(tail);
     out.tokens = counter.CountText(out.text);
