@@ -220,7 +220,11 @@ Bounded Bound(const Pieces& p, const ExtractMerge& trail, int64_t budget, const 
   // drowned by repeats of others, is what only this summary can still show, while the
   // newest come back in later runs and later summaries.
   std::vector<size_t> errors = errors_set.ByRecency();
-  auto is_report = [&](size_t i) { return ReportsError(errors_set.items()[i]); };
+  std::vector<char> is_reports(errors_set.items().size());  // ReportsError, once an item
+  for (size_t i = 0; i < is_reports.size(); ++i) {
+    is_reports[i] = ReportsError(errors_set.items()[i]);
+  }
+  auto is_report = [&](size_t i) { return is_reports[i] != 0; };
   auto open_report = [&](size_t i) { return is_report(i) && trail.FixedAt(i) == 0; };
   const auto reports_end = std::stable_partition(errors.begin(), errors.end(), is_report);
   const auto open_end = std::stable_partition(errors.begin(), reports_end, open_report);

@@ -171,24 +171,50 @@ bool WordEndsAt(std::string_view s, size_t end) {
 
 // error/Error/ERROR (a word, or an "XxxError:"/"XxxException:" name), "exception:",
 // Traceback, failed/FAILED, fatal, panic(ked), "No such file".
+namespace {
+
+// Whether a phrase of ReportsError with no error word in it holds s[i], i being where its
+// trigram (PhraseTrigram) starts: peRMIssion denied, teRMInate called after throwing,
+// SEGmentation fault, core DUMped), undefined rEFErence to, connection reFUSed, is
+// iNVAlid: .
+bool PhraseAt(std::string_view s, size_t i) {
+  auto at = [&](size_t back, std::string_view phrase) {
+    return i >= back && HasAt(s, i - back, phrase);
+  };
+  switch (Lower(static_cast<unsigned char>(s[i]))) {
+    case 'r':
+      return at(2, "permission denied") || at(2, "terminate called after throwing");
+    case 's':
+      return at(0, "segmentation fault");
+    case 'd':
+      return at(5, "core dumped)");
+    case 'e':
+      return at(11, "undefined reference to");
+    case 'f':
+      return at(13, "connection refused");
+    case 'n':
+      return at(5, " is invalid: ");
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool PhraseTrigram(unsigned char f0, unsigned char f1, unsigned char f2) {
+  return (f0 == 'r' && f1 == 'm' && f2 == 'i') || (f0 == 'f' && f1 == 'u' && f2 == 's') ||
+         (f0 == 's' && f1 == 'e' && f2 == 'g') || (f0 == 'd' && f1 == 'u' && f2 == 'm') ||
+         (f0 == 'e' && f1 == 'f' && f2 == 'e') || (f0 == 'n' && f1 == 'v' && f2 == 'a');
+}
+
 bool ErrorWordAt(std::string_view s, size_t i) {
   const size_t n = s.size();
   const unsigned char c = Lower(static_cast<unsigned char>(s[i]));
   const bool word_start = i == 0 || !IsWordChar(static_cast<unsigned char>(s[i - 1]));
   const bool camel = i > 0 && s[i] == 'E' && s[i - 1] >= 'a' && s[i - 1] <= 'z';
-  // ReportPhrases(), found by a trigram inside them (NextCandidate's): i is where it starts.
-  auto phrase_at = [&](size_t back, std::string_view phrase) {
-    return i >= back && HasAt(s, i - back, phrase);
-  };
+  if (PhraseAt(s, i)) return true;  // ReportsError's phrases, found by their trigrams
   switch (c) {
-    case 'r':  // permission denied, terminate called after throwing
-      return phrase_at(2, "permission denied") || phrase_at(2, "terminate called after throwing");
-    case 's':
-      return HasAt(s, i, "segmentation fault");
-    case 'd':
-      return phrase_at(5, "core dumped)");
     case 'e':
-      if (phrase_at(11, "undefined reference to")) return true;
       if (s[i] == 'E' && word_start && s.substr(i).starts_with("ERR!")) return true;  // npm
       if (HasAt(s, i, "error")) {
         const size_t e = i + 5;
@@ -207,8 +233,7 @@ bool ErrorWordAt(std::string_view s, size_t i) {
       }
       return false;
     case 'f':  // failed, fatal (any case), a runner's FAIL ("--- FAIL:", "FAIL<tab>pkg"),
-               // Gradle's "FAILURE:"; connection refused
-      if (phrase_at(13, "connection refused")) return true;
+               // Gradle's "FAILURE:"
       return word_start && ((HasAt(s, i, "failed") && WordEndsAt(s, i + 6)) ||
                             (HasAt(s, i, "fatal") && WordEndsAt(s, i + 5)) ||
                             (s.substr(i).starts_with("FAIL") && WordEndsAt(s, i + 4)) ||
@@ -218,7 +243,6 @@ bool ErrorWordAt(std::string_view s, size_t i) {
     case 'p':
       return word_start && HasAt(s, i, "panic");
     case 'n':
-      if (phrase_at(5, " is invalid: ")) return true;
       if (s[i] == 'N') return s.substr(i).starts_with("No such file");
       // A shell's "foo: command not found" (bash, zsh: "command not found: foo").
       return s.substr(i).starts_with("not found") && i >= 8 && s.substr(i - 8, 8) == "command ";
@@ -248,14 +272,6 @@ bool ToolOutputInUserMessage(std::string_view text) {
     if (text.starts_with(frame)) return true;
   }
   return false;
-}
-
-std::span<const std::string_view> ReportPhrases() {
-  static constexpr std::string_view kPhrases[] = {
-      "ermission denied", "onnection refused",      "Segmentation fault",
-      "core dumped)",     "undefined reference to", "terminate called after throwing",
-      "***Exception: ",   " failed because ",       " is invalid: "};
-  return kPhrases;
 }
 
 namespace {
@@ -299,8 +315,19 @@ bool ReportsError(std::string_view line) {
     // uncaught exception, systemd's and Maven's "Failed to ..."
     return true;
   }
-  for (std::string_view phrase : ReportPhrases()) {
-    if (line.find(phrase) != std::string_view::npos) return true;
+  // What only a failure prints: the phrases with no error word by their trigrams, in one
+  // pass (PhraseAt), and two more.
+  for (size_t i = 0; i + 2 < line.size(); ++i) {
+    if (PhraseTrigram(Lower(static_cast<unsigned char>(line[i])),
+                      Lower(static_cast<unsigned char>(line[i + 1])),
+                      Lower(static_cast<unsigned char>(line[i + 2]))) &&
+        PhraseAt(line, i)) {
+      return true;
+    }
+  }
+  if (line.find("***Exception: ") != std::string_view::npos ||
+      line.find(" failed because ") != std::string_view::npos) {
+    return true;
   }
   // A runner's verdict after the test's name: JUnit under Gradle's "Test > case() FAILED",
   // pytest -v's "tests/t.py::test_x FAILED [ 50%]".
@@ -376,14 +403,6 @@ std::pair<std::string_view, std::string_view> HeadAndTail(std::string_view s, si
 }
 
 namespace {
-
-// The trigrams (any case) that find ReportPhrases(): peRMIssion, teRMInate, reFUSed,
-// SEGmentation, DUMped, rEFErence, iNVAlid.
-bool PhraseTrigram(unsigned char f0, unsigned char f1, unsigned char f2) {
-  return (f0 == 'r' && f1 == 'm' && f2 == 'i') || (f0 == 'f' && f1 == 'u' && f2 == 's') ||
-         (f0 == 's' && f1 == 'e' && f2 == 'g') || (f0 == 'd' && f1 == 'u' && f2 == 'm') ||
-         (f0 == 'e' && f1 == 'f' && f2 == 'e') || (f0 == 'n' && f1 == 'v' && f2 == 'a');
-}
 
 // The scalar form of NextCandidate's test at s[i] (n = s.size()).
 template <unsigned Set>

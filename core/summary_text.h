@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstddef>
-#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -55,18 +54,20 @@ bool ErrorWordAt(std::string_view s, size_t i);
 // "Failed to ...", a test's name before its verdict ("... FAILED"), Ruby's exception class
 // in parentheses at the end, Node's "SomeError [ERR_CODE]: ...", "Error" as the first or
 // second word before a colon ("Error from server (NotFound): ...", "CMake Error at ..."),
-// and a line holding one of ReportPhrases().
+// and a line holding what an OS, a linker, a crash or a service manager prints only when
+// something failed, with no error word to find it by ("Permission denied", "Connection
+// refused", "Segmentation fault", "core dumped)", "undefined reference to", "terminate
+// called after throwing", " is invalid: ", "***Exception: ", " failed because ").
 bool ReportsError(std::string_view line);
 // Whether a user message is a command's output that an agent sends back as a user message
 // rather than a tool result: it opens with such an agent's frame (mini-swe-agent's
 // "<returncode>"/"<output>", SWE-agent's "OBSERVATION:", a ReAct loop's "Observation:",
 // OpenHands' "EXECUTION RESULT").
 bool ToolOutputInUserMessage(std::string_view text);
-// What an OS, a linker, a crash or a service manager prints only when something failed
-// ("Permission denied", "Connection refused", "Segmentation fault", "undefined reference
-// to", "terminate called after throwing", "... failed because ...", "... is invalid: ",
-// ...), with no error word to find it by: a line holding one reports an error.
-std::span<const std::string_view> ReportPhrases();
+// The trigrams (lower case) that find the phrases of ReportsError with no error word in
+// them: peRMIssion denied, teRMInate called, connection reFUSed, SEGmentation fault, core
+// DUMped), undefined rEFErence to, is iNVAlid: (ErrorWordAt is true where they start).
+bool PhraseTrigram(unsigned char f0, unsigned char f1, unsigned char f2);
 // A line of a numbered file listing ("12→ code" from an editor's view, "12\tcode" from
 // cat -n, "12:code", not a time such as "10:42:01"): source code, whose words name no
 // error a tool printed.
@@ -77,7 +78,7 @@ bool NumberedListingLine(std::string_view line);
 enum CandidateSet : unsigned {
   kColon = 1,          // ':' (key markers)
   kErrorWords = 2,     // err, exc, fai, fat, pan (any case), "Tra", "No ", "not", "** ",
-                       // and ReportPhrases()' rmi, fus, seg, dum, efe, nva (any case)
+                       // and PhraseTrigram's rmi, fus, seg, dum, efe, nva (any case)
   kDecisionWords = 4,  // dec (any case) (IsDecisionLine)
   kPathChars = 8,      // '/', or '.' before a letter: a path has a '/' or an extension
 };
