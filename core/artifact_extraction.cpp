@@ -357,45 +357,32 @@ class ArgumentReader {
   std::vector<ArgumentItem> items_;
 };
 
-// Between the head and tail windows of a long tool result, the lines that report an error
-// (ReportsError: a runner's failure, an exception, a compiler's diagnostic), at most
-// o.middle_error_lines distinct ones: a test run prints its failures in the middle of its
-// output, and a mention of an error there (source, logs) is not worth the scan's room.
-void ScanMiddleForReports(std::string_view text, std::string_view head, std::string_view tail,
-                          const ArtifactOptions& o, TrailBuilder& trail) {
-  const size_t from = head.size();
-  const std::string_view middle =
-      text.substr(from, static_cast<size_t>(tail.data() - text.data()) - from);
+// The lines of `part` that report an error (ReportsError, not a mere mention, not a
+// numbered listing's source), at most o.middle_error_lines distinct ones.
+void ScanForReports(std::string_view part, const ArtifactOptions& o, TrailBuilder& trail) {
   size_t pos = 0, added = 0;
   while (added < o.middle_error_lines &&
-         (pos = NextCandidate(middle, pos, kErrorWords)) < middle.size()) {
-    if (!ErrorWordAt(middle, pos)) {
+         (pos = NextCandidate(part, pos, kErrorWords)) < part.size()) {
+    if (!ErrorWordAt(part, pos)) {
       ++pos;
       continue;
     }
-    const std::string_view line = LineAround(middle, pos, &pos);
+    const std::string_view line = LineAround(part, pos, &pos);
     if (ReportsError(line) && !NumberedListingLine(line)) {
       added += trail.errors.Add(ErrorItem(line, o.max_line_chars));
     }
   }
 }
 
-// A user's message that holds what a program printed (an agent that sends a command's
-// output back as a user message, a pasted log): the lines that report an error
-// (ReportsError, not a mere mention), at most o.middle_error_lines distinct ones.
-void ScanUserTextForReports(std::string_view text, const ArtifactOptions& o, TrailBuilder& trail) {
-  size_t pos = 0, added = 0;
-  while (added < o.middle_error_lines &&
-         (pos = NextCandidate(text, pos, kErrorWords)) < text.size()) {
-    if (!ErrorWordAt(text, pos)) {
-      ++pos;
-      continue;
-    }
-    const std::string_view line = LineAround(text, pos, &pos);
-    if (ReportsError(line) && !NumberedListingLine(line)) {
-      added += trail.errors.Add(ErrorItem(line, o.max_line_chars));
-    }
-  }
+// Between the head and tail windows of a long tool result, the lines that report an error
+// (a runner's failure, an exception, a compiler's diagnostic): a test run prints its
+// failures in the middle of its output, and a mention of an error there (source, logs) is
+// not worth the scan's room.
+void ScanMiddleForReports(std::string_view text, std::string_view head, std::string_view tail,
+                          const ArtifactOptions& o, TrailBuilder& trail) {
+  const size_t from = head.size();
+  ScanForReports(text.substr(from, static_cast<size_t>(tail.data() - text.data()) - from), o,
+                 trail);
 }
 
 }  // namespace
@@ -427,7 +414,7 @@ void ExtractInto(const Message& m, const ArtifactOptions& o, TrailBuilder& trail
         const std::string_view line = LineAround(head, pos, &pos);
         if (IsDecisionLine(line)) trail.decisions.Add(Flat(line));
       }
-      ScanUserTextForReports(text, o, trail);
+      ScanForReports(text, o, trail);  // a pasted log's reports
       if (facts && !Trim(text).empty()) facts->UserMessage(text);
       break;
     }
