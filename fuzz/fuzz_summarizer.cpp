@@ -10,7 +10,10 @@
 //  - the summary is valid UTF-8, `tokens` is its count, and for a budget of at least 64
 //    tokens it counts at most min(target, source - 1) (the header's promise);
 //  - condensing two copies of it keeps the same promises at the condensed target;
-//  - the line classifiers accept any line.
+//  - the line classifiers accept any line;
+//  - a middle-out cut that lists its cut part's error reports (core/truncation.h) stays
+//    within its cap (unless only the marker is left), starts with the input's own bytes,
+//    and is valid UTF-8 when the input is.
 #include <boost/json.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +24,7 @@
 
 #include "core/extractive_summarizer.h"
 #include "core/summary_text.h"
+#include "core/truncation.h"
 #include "core/utf8.h"
 #include "fuzz/fuzz_check.h"
 
@@ -117,5 +121,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)missy::extractive::ReportsError(line);
     (void)missy::extractive::NumberedListingLine(line);
   });
+
+  const int64_t cap = 16 + static_cast<int64_t>(static_cast<unsigned char>(input[0])) * 4;
+  const missy::TruncatedText cut = missy::TruncateMiddleOut(input, cap, counter, true);
+  if (cut.truncated && cut.removed_tokens < cut.original_tokens) {
+    MISSY_FUZZ_CHECK(cut.tokens <= cap, "a listed cut counts " + std::to_string(cut.tokens) +
+                                            " tokens over its cap " + std::to_string(cap));
+    const size_t head =  // an empty head: the marker first
+        cut.text.starts_with("[...truncated ") ? 0 : cut.text.find("\n[...truncated ");
+    MISSY_FUZZ_CHECK(head != std::string::npos && input.substr(0, head) == cut.text.substr(0, head),
+                     "a listed cut does not start with the input's head");
+  }
+  if (missy::InvalidUtf8At(input) == std::string_view::npos) {
+    MISSY_FUZZ_CHECK(missy::InvalidUtf8At(cut.text) == std::string_view::npos,
+                     "a listed cut of valid UTF-8 is not valid UTF-8");
+  }
   return 0;
 }
