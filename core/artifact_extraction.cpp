@@ -403,8 +403,13 @@ void ExtractInto(const Message& m, const ArtifactOptions& o, TrailBuilder& trail
     text = plain;
   }
   // An agent that sends a command's output back as a user message: read it as a tool's
-  // (its errors; not its paths, decisions or a request).
-  const Role role = m.role == Role::kUser && ToolOutputInUserMessage(text) ? Role::kTool : m.role;
+  // (its errors and facts, without the agent's frame; not its paths, decisions or a
+  // request).
+  Role role = m.role;
+  if (role == Role::kUser && ToolOutputInUserMessage(text)) {
+    role = Role::kTool;
+    text = ObservationBody(text);
+  }
   switch (role) {
     case Role::kUser: {
       ScanTextPaths(text, o.text_window_bytes, trail);

@@ -265,6 +265,26 @@ bool IsErrorLine(std::string_view s) {
   return false;
 }
 
+std::string_view ObservationBody(std::string_view text) {
+  text = Trim(text);
+  if (text.starts_with("<returncode>")) {
+    const size_t end = text.find("</returncode>");
+    if (end != std::string_view::npos) text = Trim(text.substr(end + 13));
+  }
+  for (std::string_view frame : {"<output>", "OBSERVATION:", "Observation:"}) {
+    if (text.starts_with(frame)) {
+      text = Trim(text.substr(frame.size()));
+      break;
+    }
+  }
+  if (text.starts_with("EXECUTION RESULT")) {  // "EXECUTION RESULT of [execute_bash]:"
+    const size_t nl = text.find('\n');
+    text = nl == std::string_view::npos ? std::string_view() : Trim(text.substr(nl + 1));
+  }
+  if (text.ends_with("</output>")) text = Trim(text.substr(0, text.size() - 9));
+  return text;
+}
+
 bool ToolOutputInUserMessage(std::string_view text) {
   text = Trim(text);
   for (std::string_view frame :

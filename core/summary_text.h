@@ -64,6 +64,8 @@ bool ReportsError(std::string_view line);
 // "<returncode>"/"<output>", SWE-agent's "OBSERVATION:", a ReAct loop's "Observation:",
 // OpenHands' "EXECUTION RESULT").
 bool ToolOutputInUserMessage(std::string_view text);
+// Such a message without its frame: the command's output alone.
+std::string_view ObservationBody(std::string_view text);
 // The trigrams (lower case) that find the phrases of ReportsError with no error word in
 // them: peRMIssion denied, teRMInate called, connection reFUSed, SEGmentation fault, core
 // DUMped), undefined rEFErence to, is iNVAlid: (ErrorWordAt is true where they start).

@@ -119,7 +119,14 @@ TEST(ErrorTrail, AnOutputSentAsAUserMessageIsReadAsATools) {
   ExtractiveOptions options;
   const ExtractiveSummary s = SummarizeMessages(msgs, "", options, HeuristicCounter());
   EXPECT_NE(s.text.find("fix src/paginate.js"), std::string::npos) << s.text;
-  EXPECT_EQ(s.text.find("- <returncode>"), std::string::npos) << s.text;  // not a request
+  EXPECT_EQ(s.text.find("<returncode>"), std::string::npos) << s.text;  // a fact, unframed
+  EXPECT_NE(s.text.find("[tool] TypeError: Cannot read"), std::string::npos) << s.text;
+
+  using extractive::ObservationBody;
+  EXPECT_EQ(ObservationBody("<returncode>2</returncode>\n<output>\nboom\n</output>"), "boom");
+  EXPECT_EQ(ObservationBody("OBSERVATION:\n  ls: x: No such file"), "ls: x: No such file");
+  EXPECT_EQ(ObservationBody("EXECUTION RESULT of [execute_bash]:\nok\n[exit code 0]"),
+            "ok\n[exit code 0]");
 }
 
 TEST(ErrorTrail, ReportsInTheMiddleOfALongOutputAreKeptAsPrinted) {
