@@ -4,6 +4,7 @@
 #include <array>
 #include <boost/json.hpp>
 #include <cstring>
+#include <functional>
 
 #include "core/summary_text.h"
 #include "core/tool_arguments.h"
@@ -357,9 +358,39 @@ class ArgumentReader {
   std::vector<ArgumentItem> items_;
 };
 
+// The error lines of one message into the trail, one per distinct error: a log repeats
+// one error as lines that differ only in the time stamp they start with, so a stamped line
+// goes in without its stamps (a repeat in a later output is then the same item), and of
+// those one per shape with their digits masked (a request id, a count). Lines without a
+// stamp are kept as printed (the same compiler error at two line numbers is two errors).
+class ErrorLines {
+ public:
+  ErrorLines(const ArtifactOptions& o, TrailBuilder& trail) : o_(o), trail_(trail) {}
+
+  // Whether the line was new to the trail.
+  bool Add(std::string_view line) {
+    line = Trim(line);
+    const std::string_view unstamped = WithoutStamps(line);
+    if (unstamped.size() < line.size() && !unstamped.empty()) {
+      std::string masked(unstamped);
+      for (char& c : masked) c = c >= '0' && c <= '9' ? '0' : c;
+      const uint64_t shape = std::hash<std::string>{}(masked);
+      if (std::find(shapes_.begin(), shapes_.end(), shape) != shapes_.end()) return false;
+      shapes_.push_back(shape);
+      line = unstamped;
+    }
+    return trail_.errors.Add(ErrorItem(line, o_.max_line_chars));
+  }
+
+ private:
+  const ArtifactOptions& o_;
+  TrailBuilder& trail_;
+  std::vector<uint64_t> shapes_;
+};
+
 // The lines of `part` that report an error (ReportsError, not a mere mention, not a
 // numbered listing's source), at most o.middle_error_lines distinct ones.
-void ScanForReports(std::string_view part, const ArtifactOptions& o, TrailBuilder& trail) {
+void ScanForReports(std::string_view part, const ArtifactOptions& o, ErrorLines& errors) {
   size_t pos = 0, added = 0;
   while (added < o.middle_error_lines &&
          (pos = NextCandidate(part, pos, kErrorWords)) < part.size()) {
@@ -368,9 +399,7 @@ void ScanForReports(std::string_view part, const ArtifactOptions& o, TrailBuilde
       continue;
     }
     const std::string_view line = LineAround(part, pos, &pos);
-    if (ReportsError(line) && !NumberedListingLine(line)) {
-      added += trail.errors.Add(ErrorItem(line, o.max_line_chars));
-    }
+    if (ReportsError(line) && !NumberedListingLine(line)) added += errors.Add(line);
   }
 }
 
@@ -379,10 +408,10 @@ void ScanForReports(std::string_view part, const ArtifactOptions& o, TrailBuilde
 // failures in the middle of its output, and a mention of an error there (source, logs) is
 // not worth the scan's room.
 void ScanMiddleForReports(std::string_view text, std::string_view head, std::string_view tail,
-                          const ArtifactOptions& o, TrailBuilder& trail) {
+                          const ArtifactOptions& o, ErrorLines& errors) {
   const size_t from = head.size();
   ScanForReports(text.substr(from, static_cast<size_t>(tail.data() - text.data()) - from), o,
-                 trail);
+                 errors);
 }
 
 }  // namespace
@@ -419,7 +448,8 @@ void ExtractInto(const Message& m, const ArtifactOptions& o, TrailBuilder& trail
         const std::string_view line = LineAround(head, pos, &pos);
         if (IsDecisionLine(line)) trail.decisions.Add(Flat(line));
       }
-      ScanForReports(text, o, trail);  // a pasted log's reports
+      ErrorLines errors(o, trail);
+      ScanForReports(text, o, errors);  // a pasted log's reports
       if (facts && !Trim(text).empty()) facts->UserMessage(text);
       break;
     }
@@ -446,6 +476,7 @@ void ExtractInto(const Message& m, const ArtifactOptions& o, TrailBuilder& trail
       const char* const fact_from = text.data() + std::min(text.size(), o.key_lines_from);
       const auto [head, tail] = HeadAndTail(text, o.scan_window_bytes);
       const unsigned set = facts ? kColon | kErrorWords : kErrorWords;
+      ErrorLines errors(o, trail);
       for (const std::string_view part : {head, tail}) {
         size_t pos = 0;
         while ((pos = NextCandidate(part, pos, set)) < part.size()) {
@@ -454,13 +485,11 @@ void ExtractInto(const Message& m, const ArtifactOptions& o, TrailBuilder& trail
             continue;
           }
           const std::string_view line = LineAround(part, pos, &pos);
-          if (IsErrorLine(line) && !NumberedListingLine(line)) {
-            trail.errors.Add(ErrorItem(line, o.max_line_chars));
-          }
+          if (IsErrorLine(line) && !NumberedListingLine(line)) errors.Add(line);
           if (facts && line.data() >= fact_from && HasKeyMarker(line)) facts->KeyLine(line);
         }
       }
-      if (!tail.empty()) ScanMiddleForReports(text, head, tail, o, trail);
+      if (!tail.empty()) ScanMiddleForReports(text, head, tail, o, errors);
       break;
     }
     case Role::kSystem:

@@ -301,7 +301,33 @@ bool IsExceptionName(std::string_view name) {
 }
 
 // The part of a line after what only frames the report: pytest's "E   " marker, a
-// terraform box's "│ ", Java's "Caused by: ", a sanitizer's "==4211==".
+// terraform box's "│ ", Java's "Caused by: ", a sanitizer's "==4211==". (Not a logger's
+// time stamp: a log's ERROR lines are as often a service's noise as the report.)
+// The length of a time stamp token that starts `line` ("2026-11-27", "09:01:02,123",
+// "[12:00:01]", "2026-11-27T09:01:02Z"): a digit first (after '['), two digits or more, a
+// date's or a time's separator, and nothing after it on the line but more words; else 0.
+size_t StampLength(std::string_view line) {
+  const size_t end = line.find_first_of(" \t");
+  if (end == std::string_view::npos) return 0;
+  const std::string_view token = line.substr(0, end);
+  const size_t first = token.starts_with('[') ? 1 : 0;
+  if (first >= token.size() || token[first] < '0' || token[first] > '9') return 0;
+  int digits = 0;
+  for (char c : token) digits += c >= '0' && c <= '9';
+  if (digits < 2 || token.find_first_of(":-") == std::string_view::npos) return 0;
+  return end;
+}
+
+}  // namespace
+
+std::string_view WithoutStamps(std::string_view line) {
+  line = Trim(line);
+  while (const size_t stamp = StampLength(line)) line = Trim(line.substr(stamp));
+  return line;
+}
+
+namespace {
+
 std::string_view AfterReportFrame(std::string_view line) {
   for (;;) {
     line = Trim(line);

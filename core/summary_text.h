@@ -59,6 +59,9 @@ bool ErrorWordAt(std::string_view s, size_t i);
 // refused", "Segmentation fault", "core dumped)", "undefined reference to", "terminate
 // called after throwing", " is invalid: ", "***Exception: ", " failed because ").
 bool ReportsError(std::string_view line);
+// The line without the time stamps a logger starts it with ("2026-11-27 09:01:02,123",
+// "[12:00:01]"): what stays the same when a log repeats one error.
+std::string_view WithoutStamps(std::string_view line);
 // Whether a user message is a command's output that an agent sends back as a user message
 // rather than a tool result: it opens with such an agent's frame (mini-swe-agent's
 // "<returncode>"/"<output>", SWE-agent's "OBSERVATION:", a ReAct loop's "Observation:",

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "core/extractive_summarizer.h"
 #include "core/summary_test_helpers.h"
@@ -127,6 +128,38 @@ TEST(ErrorTrail, AnOutputSentAsAUserMessageIsReadAsATools) {
   EXPECT_EQ(ObservationBody("OBSERVATION:\n  ls: x: No such file"), "ls: x: No such file");
   EXPECT_EQ(ObservationBody("EXECUTION RESULT of [execute_bash]:\nok\n[exit code 0]"),
             "ok\n[exit code 0]");
+}
+
+// A service log repeats one error with a new time stamp each time: in the parts of an
+// output read for every error line (its head and tail), it is kept once, without the
+// stamp, in this output and the next; the same compiler error at two line numbers stays
+// two errors.
+TEST(ErrorTrail, AStampedRepeatIsOneError) {
+  auto stamp = [](int i) {
+    char s[32];
+    std::snprintf(s, sizeof s, "2026-11-27 09:%02d:%02d,%03d ", i / 60 % 60, i % 60, i * 7 % 1000);
+    return std::string(s);
+  };
+  std::string log, later;
+  for (int i = 0; i < 8; ++i) {
+    log += stamp(i) + "ERROR redis: Error 111 connecting to localhost:6379\n";
+    later += stamp(100 + i) + "ERROR redis: Error 111 connecting to localhost:6379\n";
+  }
+  log += stamp(9) + "ERROR db: deadlock detected while updating stock\n";
+  const std::string build =
+      "src/a.cc:12:3: error: expected ';' after expression\n"
+      "src/a.cc:40:3: error: expected ';' after expression\n";
+  const auto msgs = StoredMessages(
+      {Message::User("why is staging down?"),
+       Call("c1", "bash", R"({"command":"docker logs api"})"), Message::ToolResult("c1", log),
+       Call("c2", "bash", R"({"command":"docker logs api"})"), Message::ToolResult("c2", later),
+       Call("c3", "bash", R"({"command":"make"})"), Message::ToolResult("c3", build)});
+  const std::vector<std::string> errors = ExtractArtifacts(msgs).errors;
+  EXPECT_EQ(errors,
+            (std::vector<std::string>{"ERROR redis: Error 111 connecting to localhost:6379",
+                                      "ERROR db: deadlock detected while updating stock",
+                                      "src/a.cc:12:3: error: expected ';' after expression",
+                                      "src/a.cc:40:3: error: expected ';' after expression"}));
 }
 
 TEST(ErrorTrail, ReportsInTheMiddleOfALongOutputAreKeptAsPrinted) {
