@@ -300,12 +300,9 @@ bool IsExceptionName(std::string_view name) {
   return name.ends_with("Error") || name.ends_with("Exception");
 }
 
-// The part of a line after what only frames the report: pytest's "E   " marker, a
-// terraform box's "│ ", Java's "Caused by: ", a sanitizer's "==4211==". (Not a logger's
-// time stamp: a log's ERROR lines are as often a service's noise as the report.)
 // The length of a time stamp token that starts `line` ("2026-11-27", "09:01:02,123",
 // "[12:00:01]", "2026-11-27T09:01:02Z"): a digit first (after '['), two digits or more, a
-// date's or a time's separator, and nothing after it on the line but more words; else 0.
+// date's or a time's separator, and more of the line after it; else 0.
 size_t StampLength(std::string_view line) {
   const size_t end = line.find_first_of(" \t");
   if (end == std::string_view::npos) return 0;
@@ -328,6 +325,9 @@ std::string_view WithoutStamps(std::string_view line) {
 
 namespace {
 
+// The part of a line after what only frames the report: pytest's "E   " marker, a
+// terraform box's "│ ", Java's "Caused by: ", a sanitizer's "==4211==". (Not a logger's
+// time stamp: a log's ERROR lines are as often a service's noise as the report.)
 std::string_view AfterReportFrame(std::string_view line) {
   for (;;) {
     line = Trim(line);
