@@ -391,16 +391,12 @@ class ErrorLines {
 // The lines of `part` that report an error (ReportsError, not a mere mention, not a
 // numbered listing's source), at most o.middle_error_lines distinct ones.
 void ScanForReports(std::string_view part, const ArtifactOptions& o, ErrorLines& errors) {
-  size_t pos = 0, added = 0;
-  while (added < o.middle_error_lines &&
-         (pos = NextCandidate(part, pos, kErrorWords)) < part.size()) {
-    if (!ErrorWordAt(part, pos)) {
-      ++pos;
-      continue;
-    }
-    const std::string_view line = LineAround(part, pos, &pos);
+  if (o.middle_error_lines == 0) return;
+  size_t added = 0;
+  ForEachErrorWordLine(part, [&](std::string_view line) {
     if (ReportsError(line) && !NumberedListingLine(line)) added += errors.Add(line);
-  }
+    return added < o.middle_error_lines;
+  });
 }
 
 // Between the head and tail windows of a long tool result, the lines that report an error

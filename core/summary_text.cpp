@@ -199,13 +199,14 @@ bool PhraseAt(std::string_view s, size_t i) {
   }
 }
 
-}  // namespace
-
+// The trigrams (lower case) that find PhraseAt's phrases for NextCandidate.
 bool PhraseTrigram(unsigned char f0, unsigned char f1, unsigned char f2) {
   return (f0 == 'r' && f1 == 'm' && f2 == 'i') || (f0 == 'f' && f1 == 'u' && f2 == 's') ||
          (f0 == 's' && f1 == 'e' && f2 == 'g') || (f0 == 'd' && f1 == 'u' && f2 == 'm') ||
          (f0 == 'e' && f1 == 'f' && f2 == 'e') || (f0 == 'n' && f1 == 'v' && f2 == 'a');
 }
+
+}  // namespace
 
 bool ErrorWordAt(std::string_view s, size_t i) {
   const size_t n = s.size();
@@ -361,15 +362,10 @@ bool ReportsError(std::string_view line) {
     // uncaught exception, systemd's and Maven's "Failed to ..."
     return true;
   }
-  // What only a failure prints: the phrases with no error word by their trigrams, in one
-  // pass (PhraseAt), and two more.
-  for (size_t i = 0; i + 2 < line.size(); ++i) {
-    if (PhraseTrigram(Lower(static_cast<unsigned char>(line[i])),
-                      Lower(static_cast<unsigned char>(line[i + 1])),
-                      Lower(static_cast<unsigned char>(line[i + 2]))) &&
-        PhraseAt(line, i)) {
-      return true;
-    }
+  // What only a failure prints: the phrases with no error word, where the candidate scan
+  // finds their trigrams (PhraseAt), and two more.
+  for (size_t i = 0; (i = NextCandidate(line, i, kErrorWords)) < line.size(); ++i) {
+    if (PhraseAt(line, i)) return true;
   }
   if (line.find("***Exception: ") != std::string_view::npos ||
       line.find(" failed because ") != std::string_view::npos) {

@@ -69,10 +69,6 @@ std::string_view WithoutStamps(std::string_view line);
 bool ToolOutputInUserMessage(std::string_view text);
 // Such a message without its frame: the command's output alone.
 std::string_view ObservationBody(std::string_view text);
-// The trigrams (lower case) that find the phrases of ReportsError with no error word in
-// them: peRMIssion denied, teRMInate called, connection reFUSed, SEGmentation fault, core
-// DUMped), undefined rEFErence to, is iNVAlid: (ErrorWordAt is true where they start).
-bool PhraseTrigram(unsigned char f0, unsigned char f1, unsigned char f2);
 // A line of a numbered file listing ("12→ code" from an editor's view, "12\tcode" from
 // cat -n, "12:code", not a time such as "10:42:01"): source code, whose words name no
 // error a tool printed.
@@ -83,7 +79,8 @@ bool NumberedListingLine(std::string_view line);
 enum CandidateSet : unsigned {
   kColon = 1,          // ':' (key markers)
   kErrorWords = 2,     // err, exc, fai, fat, pan (any case), "Tra", "No ", "not", "** ",
-                       // and PhraseTrigram's rmi, fus, seg, dum, efe, nva (any case)
+                       // and rmi, fus, seg, dum, efe, nva (any case): the phrases of
+                       // ReportsError with no error word (peRMIssion denied, ...)
   kDecisionWords = 4,  // dec (any case) (IsDecisionLine)
   kPathChars = 8,      // '/', or '.' before a letter: a path has a '/' or an extension
 };
@@ -115,6 +112,20 @@ void ForEachLine(std::string_view text, Fn fn) {
     const std::string_view line = Trim(raw);
     if (!line.empty()) fn(line);
   });
+}
+
+// Calls fn(line) for each line of `text` where an error word of ErrorWordAt starts (once a
+// line, in order, the line trimmed as LineAround gives it) while fn returns true.
+template <typename Fn>
+void ForEachErrorWordLine(std::string_view text, Fn fn) {
+  size_t pos = 0;
+  while ((pos = NextCandidate(text, pos, kErrorWords)) < text.size()) {
+    if (!ErrorWordAt(text, pos)) {
+      ++pos;
+      continue;
+    }
+    if (!fn(LineAround(text, pos, &pos))) return;
+  }
 }
 
 // Head and tail of a long text (each about `window` bytes, on line boundaries); the whole

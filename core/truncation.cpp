@@ -163,29 +163,22 @@ struct Report {
 // `*tokens` is what they cost so counted.
 std::vector<Report> FindReports(std::string_view text, size_t from, size_t to, int64_t room_tokens,
                                 const MessageTokenCounter& counter, int64_t* tokens) {
-  const std::string_view part = text.substr(from, to - from);
   std::vector<Report> out;
   *tokens = 0;
-  size_t pos = 0;
-  while (out.size() < kMaxCutReports &&
-         (pos = extractive::NextCandidate(part, pos, extractive::kErrorWords)) < part.size()) {
-    if (!extractive::ErrorWordAt(part, pos)) {
-      ++pos;
-      continue;
-    }
-    const std::string_view line = extractive::LineAround(part, pos, &pos);
+  extractive::ForEachErrorWordLine(text.substr(from, to - from), [&](std::string_view line) {
     const std::string_view shown = line.substr(0, Utf8BoundaryAtOrBefore(line, 300));
     // A repeat first (a log repeats its one error hundreds of times), then the rules.
     if (std::any_of(out.begin(), out.end(), [&](const Report& r) { return r.line == shown; }) ||
         extractive::NumberedListingLine(line) || !extractive::ReportsError(line)) {
-      continue;
+      return true;
     }
     const int64_t cost = counter.CountText(shown) + 1;
-    if (*tokens + cost > room_tokens) break;
+    if (*tokens + cost > room_tokens) return false;
     *tokens += cost;
     const size_t begin = static_cast<size_t>(line.data() - text.data());
     out.push_back({begin, begin + line.size(), shown});
-  }
+    return out.size() < kMaxCutReports;
+  });
   return out;
 }
 
