@@ -68,10 +68,20 @@ void DropOldestTailGroups(AssemblyState& s, size_t newest_group_start) {
   }
 }
 
+// What an assistant message costs besides the text and arguments a cut shares out
+// (CutAssistant): the message's and each call's framing, ids and names.
+int64_t AssistantFrame(const AssemblyState& s, const Entry& e) {
+  int64_t pieces = s.counter.CountText(e.msg->PlainText());
+  for (const ToolCall& c : e.msg->tool_calls) pieces += s.counter.CountText(c.arguments);
+  return std::max<int64_t>(0, e.stored_tokens - pieces);
+}
+
 // A last turn still larger than the whole room is cut, not refused: its largest messages
-// (a pasted text, a tool output past the floor) middle-out, each cut marked, until it fits
-// with room for the task's header and a little of it (the task is then cut to what is
-// left, as when the last turn merely leaves it less than it needs: PinTask).
+// (a pasted text, a tool output past the floor, a file the agent wrote whole in a tool
+// call's arguments) middle-out, each cut marked, until it fits with room for the task's
+// header and a little of it (the task is then cut to what is left, as when the last turn
+// merely leaves it less than it needs: PinTask). Each cut takes off what the turn is
+// over by, no more: a paste a little over the room keeps most of itself.
 void CutLastTurn(AssemblyState& s) {
   ContextReport& r = s.ctx.report;
   const size_t n_entries = s.entries.size();
@@ -83,17 +93,22 @@ void CutLastTurn(AssemblyState& s) {
   for (int round = 0; cut_turn && s.tail > cut_target && round < 64; ++round) {
     size_t largest = n_entries;
     for (size_t i = s.tail_start; i < n_entries; ++i) {
-      const Role role = s.entries[i].msg->role;
-      if ((role != Role::kTool && role != Role::kUser) || s.entries[i].pruned) continue;
+      if (s.entries[i].msg->role == Role::kSystem || s.entries[i].pruned) continue;
       if (largest == n_entries || s.entries[i].tokens > s.entries[largest].tokens) largest = i;
     }
     if (largest == n_entries || s.entries[largest].tokens <= kSmallestCut) break;
     Entry& e = s.entries[largest];
-    // Its text's cap: what it costs now less the excess (and the framing's slack), and
-    // always less than the last cap, so that every round makes progress.
-    const int64_t next = std::max(
-        kSmallestCut,
-        std::min(e.tokens - (s.tail - cut_target) - kTruncationSlack, s.tail_cap[largest] - 1));
+    const bool assistant = e.msg->role == Role::kAssistant;
+    // The cap its cut part has now: a tool output's (or a cut message's) last cap, the
+    // whole of a message not cut yet; the next is what it costs less the excess (and the
+    // framing's slack), and always less, so that every round makes progress.
+    const int64_t frame = assistant ? AssistantFrame(s, e) : 0;
+    const int64_t now = e.cut || e.msg->role == Role::kTool
+                            ? std::min(s.tail_cap[largest], e.tokens - frame)
+                            : e.tokens - frame;
+    const int64_t next =
+        std::max(kSmallestCut,
+                 std::min(e.tokens - frame - (s.tail - cut_target) - kTruncationSlack, now - 1));
     if (e.cut && next >= s.tail_cap[largest]) break;  // at the smallest cut already
     e.cut = true;
     e.cap = -1;  // render again with the new cap

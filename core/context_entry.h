@@ -19,7 +19,9 @@ struct Entry {
   int64_t stored_tokens = 0;
   bool pruned = false;  // render with the placeholder
   bool is_new = false;
-  bool cut = false;  // the cap applies to its text whatever its role (an oversized last turn)
+  // The cap applies to its text whatever its role, and to an assistant's tool-call
+  // arguments too (an oversized last turn).
+  bool cut = false;
   // Rendering cache for one cap (entries stay small: most are never rendered).
   int64_t cap = -1;
   bool changed = false;
@@ -34,7 +36,8 @@ class Renderer {
  public:
   explicit Renderer(const MessageTokenCounter& counter) : counter_(counter) {}
 
-  // Renders `e` with tool outputs (and the text of an entry marked `cut`) capped at `cap`
+  // Renders `e` with tool outputs (and the text of an entry marked `cut`; an assistant's,
+  // with its calls' arguments, share the cap) capped at `cap`
   // tokens (middle-out), or as the pruned placeholder; cached per cap.
   void Render(Entry& e, int64_t cap) const;
 

@@ -525,5 +525,72 @@ TEST_F(ProxyTest, AFirstRequestOfMoreThanTenThousandMessagesIsStoredInBatches) {
   EXPECT_EQ(Int(session, {"message_count"}), 10052);  // every message and the answer
 }
 
+// Claude Code working on its one task wrote three modules whole with its Write tool, more
+// than the model's window holds: the request goes out (it was refused with a 400 before),
+// the largest write cut in its content with its tool_use input still an object naming the
+// file, every tool_use beside its tool_result, and the session stores the writes whole.
+TEST_F(ProxyTest, AnAgentsOwnFileWritesLargerThanTheWindowAreCutNotRefused) {
+  Start({JsonReply(200, AnthropicMessage("m", json::parse(R"([{"type":"text","text":"done"}])").as_array()))},
+        "  models:\n    - {pattern: \"tiny-test\", context_window: 4000, max_output_tokens: 500, "
+        "encoding: o200k_base}\n");
+  json::array messages{{{"role", "user"}, {"content", "Write the three handler modules."}}};
+  std::vector<std::string> contents;
+  for (int k = 0; k < 3; ++k) {
+    std::string code;
+    for (int i = 0; code.size() < 6000; ++i) {
+      code += "def handle_" + std::to_string(k) + "_" + std::to_string(i) + "(event):\n    return " +
+              std::to_string(i * 7 + k) + "\n";
+    }
+    contents.push_back(code);
+    const std::string id = "toolu_w" + std::to_string(k);
+    messages.push_back(
+        {{"role", "assistant"},
+         {"content", json::array{{{"type", "tool_use"},
+                                  {"id", id},
+                                  {"name", "Write"},
+                                  {"input", {{"file_path", "/repo/handlers_" + std::to_string(k) + ".py"},
+                                             {"content", code}}}}}}});
+    messages.push_back(
+        {{"role", "user"},
+         {"content", json::array{{{"type", "tool_result"}, {"tool_use_id", id}, {"content", "File created"}}}}});
+  }
+  json::object request{{"model", "tiny-test"}, {"max_tokens", 500}, {"messages", messages}};
+  Result<ClientResponse> r = Send("/s/writes/v1/messages", request);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->status, 200) << r->body;
+
+  const json::value sent_body = Upstream(0);
+  const json::array& sent = sent_body.at("messages").as_array();
+  ASSERT_EQ(sent.size(), 7u) << json::serialize(sent);
+  int cut = 0;
+  for (int k = 0; k < 3; ++k) {
+    const json::object& use = sent[1 + 2 * k].at("content").at(0).as_object();
+    const std::string id = "toolu_w" + std::to_string(k);
+    EXPECT_EQ(use.at("id"), json::value(id));
+    ASSERT_TRUE(use.at("input").is_object()) << json::serialize(use);
+    EXPECT_EQ(use.at("input").at("file_path"),
+              json::value("/repo/handlers_" + std::to_string(k) + ".py"));
+    const std::string content(use.at("input").at("content").as_string());
+    if (content != contents[k]) {
+      ++cut;
+      const size_t marker = content.find("[...truncated ");
+      ASSERT_NE(marker, std::string::npos);
+      EXPECT_GT(marker, 0u);
+      EXPECT_EQ(contents[k].rfind(content.substr(0, marker), 0), 0u) << "the file's start";
+    }
+    EXPECT_EQ(sent[2 + 2 * k].at("content").at(0).at("tool_use_id"), json::value(id));
+  }
+  EXPECT_GE(cut, 1);
+  // Stored as the agent wrote them.
+  json::value stored = Body(daemon_->Call("GET", "/v1/sessions/writes/messages"));
+  const json::array& rows = stored.at("messages").as_array();
+  ASSERT_EQ(rows.size(), 8u);
+  for (int k = 0; k < 3; ++k) {
+    const json::value args =
+        json::parse(rows[1 + 2 * k].at("tool_calls").at(0).at("function").at("arguments").as_string());
+    EXPECT_EQ(std::string(args.at("content").as_string()), contents[k]);
+  }
+}
+
 }  // namespace
 }  // namespace missy::testing
