@@ -160,6 +160,19 @@ json::object TextBlock(std::string text) {
   return json::object{{"type", "text"}, {"text", std::move(text)}};
 }
 
+// The tool_use block of `message` with id `id`; empty when there is none.
+json::object OriginalToolUse(const json::object& message, const std::string& id) {
+  const json::value* content = message.if_contains("content");
+  if (content == nullptr || !content->is_array()) return {};
+  for (const json::value& b : content->get_array()) {
+    if (b.is_object() && Str(b.get_object(), "type") == "tool_use" &&
+        Str(b.get_object(), "id") == id) {
+      return b.get_object();
+    }
+  }
+  return {};
+}
+
 // A rewritten message in the API's shape: the kept engine messages of one native one.
 json::value Rewrite(const NativeMessage& original, const std::vector<Message>& engine) {
   const json::object& o = original.native.get_object();
@@ -180,8 +193,12 @@ json::value Rewrite(const NativeMessage& original, const std::vector<Message>& e
         boost::system::error_code ec;
         input = json::parse(c.arguments, ec);
         if (ec || !input.is_object()) input = json::object{};
-        blocks.push_back(
-            json::object{{"type", "tool_use"}, {"id", c.id}, {"name", c.name}, {"input", input}});
+        // The agent's own block (its cache marker, any field of its own) with the input
+        // as the engine keeps it (cut, for an oversized last turn).
+        json::object block = OriginalToolUse(o, c.id);
+        if (block.empty()) block = {{"type", "tool_use"}, {"id", c.id}, {"name", c.name}};
+        block["input"] = std::move(input);
+        blocks.push_back(std::move(block));
       }
     }
     return json::object{{"role", "assistant"}, {"content", std::move(blocks)}};

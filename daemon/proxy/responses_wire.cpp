@@ -96,6 +96,40 @@ json::object InputText(const std::string& role, std::string text) {
                                {"text", std::move(text)}}}}};
 }
 
+// The call item of `items` with call_id `call.id`, as the agent sent it (its type: a
+// custom_tool_call stays one, its id and fields), carrying the engine's arguments (cut,
+// for an oversized last turn) where the item keeps them: `arguments`, a string `input`,
+// or an object `input`/`action` when they still parse as one. A function_call when the
+// item is not found.
+json::object RewrittenCall(const json::array& items, const ToolCall& call) {
+  for (const json::value& v : items) {
+    const json::object& item = v.get_object();
+    if (!EndsWith(Type(item), "_call") || Str(item, "call_id") != call.id) continue;
+    json::object out = item;
+    if (json::value* a = out.if_contains("arguments"); a && a->is_string()) {
+      *a = call.arguments;
+      return out;
+    }
+    for (const char* key : {"input", "action"}) {
+      json::value* field = out.if_contains(key);
+      if (field == nullptr) continue;
+      if (field->is_string()) {
+        *field = call.arguments;
+      } else {
+        boost::system::error_code ec;
+        json::value parsed = json::parse(call.arguments, ec);
+        if (!ec && parsed.is_object()) *field = std::move(parsed);
+      }
+      return out;
+    }
+    return out;
+  }
+  return json::object{{"type", "function_call"},
+                      {"call_id", call.id},
+                      {"name", call.name},
+                      {"arguments", call.arguments}};
+}
+
 // A rewritten group in the API's shape.
 json::array Rewrite(const NativeMessage& original, const std::vector<Message>& engine) {
   json::array out;
@@ -107,12 +141,7 @@ json::array Rewrite(const NativeMessage& original, const std::vector<Message>& e
     }
     for (const Message& m : engine) {
       if (!m.PlainText().empty()) out.push_back(InputText("assistant", m.PlainText()));
-      for (const ToolCall& c : m.tool_calls) {
-        out.push_back(json::object{{"type", "function_call"},
-                                   {"call_id", c.id},
-                                   {"name", c.name},
-                                   {"arguments", c.arguments}});
-      }
+      for (const ToolCall& c : m.tool_calls) out.push_back(RewrittenCall(items, c));
     }
     return out;
   }

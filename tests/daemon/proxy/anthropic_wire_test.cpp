@@ -157,6 +157,34 @@ TEST(AnthropicWire, InjectedSummariesComeFirstWithOneCacheBreakpointAndTheSystem
   EXPECT_LE(CountCacheMarkers(sent), 4);
 }
 
+// An assistant message the engine cut (a file written whole, in an oversized last turn)
+// goes out with its thinking and signature, and each tool_use the agent's own block (its
+// cache marker, a field of its own) with the input as cut.
+TEST(AnthropicWire, ACutToolUseKeepsItsOwnBlockWithTheInputAsCut) {
+  constexpr std::string_view kWrite = R"({"model": "m", "max_tokens": 10, "messages": [
+    {"role": "user", "content": "write it"},
+    {"role": "assistant", "content": [
+      {"type": "thinking", "thinking": "write", "signature": "sig-9"},
+      {"type": "tool_use", "id": "toolu_w", "name": "Write", "caller": {"type": "direct"},
+       "input": {"file_path": "/r/a.py", "content": "a very long file"},
+       "cache_control": {"type": "ephemeral"}}]}]})";
+  Result<ParsedRequest> r = ParseAnthropicRequest(kWrite);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Message cut = r->messages[1].engine.at(0);
+  cut.tool_calls.at(0).arguments = R"({"file_path":"/r/a.py","content":"a [...truncated 3 tokens...]"})";
+  Outgoing out;
+  out.items.push_back(OutItem{OutItem::Kind::kNative, 0, {}});
+  out.items.push_back(OutItem{OutItem::Kind::kRewritten, 1, {cut}});
+  json::value sent = json::parse(BuildAnthropicRequest(*r, out));
+  const json::array& blocks = sent.at("messages").at(1).at("content").as_array();
+  ASSERT_EQ(blocks.size(), 2u);
+  EXPECT_EQ(blocks[0].at("signature"), "sig-9");
+  EXPECT_EQ(blocks[1], json::parse(R"({"type": "tool_use", "id": "toolu_w", "name": "Write",
+      "caller": {"type": "direct"},
+      "input": {"file_path": "/r/a.py", "content": "a [...truncated 3 tokens...]"},
+      "cache_control": {"type": "ephemeral"}})"));
+}
+
 TEST(AnthropicWire, NoBreakpointIsAddedWhenTheRequestHoldsFourAlready) {
   std::string body = std::string(kToolLoop);
   json::value v = json::parse(body);

@@ -64,6 +64,29 @@ TEST(ResponsesWire, UntouchedTurnsGoOutItemForItemAndRewrittenOutputsKeepTheirTy
   EXPECT_EQ(sent.at("include").at(0), "reasoning.encrypted_content");
 }
 
+// A model turn the engine cut (an oversized last turn) goes out item for item: a
+// custom_tool_call stays one with its input as cut, a function_call keeps its id.
+TEST(ResponsesWire, CutCallsKeepTheirItemsTypeAndIdWithTheArgumentsAsCut) {
+  Result<ParsedRequest> r = ParseResponsesRequest(kCodex);
+  ASSERT_TRUE(r.ok());
+  Message shell = r->messages[2].engine.at(0);
+  shell.tool_calls.at(0).arguments = R"({"command":["touch","[...truncated 2 tokens...]"]})";
+  Message patch = r->messages[4].engine.at(0);
+  patch.tool_calls.at(0).arguments = "*** Begin [...truncated 9 tokens...]";
+  Outgoing out;
+  out.items.push_back(OutItem{OutItem::Kind::kRewritten, 2, {shell}});
+  out.items.push_back(OutItem{OutItem::Kind::kNative, 3, {}});
+  out.items.push_back(OutItem{OutItem::Kind::kRewritten, 4, {patch}});
+  json::value sent = json::parse(BuildResponsesRequest(*r, out));
+  const json::array& input = sent.at("input").as_array();
+  ASSERT_EQ(input.size(), 4u);
+  EXPECT_EQ(input[0].at("encrypted_content"), "gAAAA-opaque");
+  EXPECT_EQ(input[1], json::parse(R"({"type": "function_call", "id": "fc_1", "call_id": "call_1",
+      "name": "shell", "arguments": "{\"command\":[\"touch\",\"[...truncated 2 tokens...]\"]}"})"));
+  EXPECT_EQ(input[3], json::parse(R"({"type": "custom_tool_call", "call_id": "call_2",
+      "name": "apply_patch", "input": "*** Begin [...truncated 9 tokens...]"})"));
+}
+
 TEST(ResponsesWire, AStreamedResponseIsRebuiltAndHashesAsTheAgentResendsIt) {
   const std::string completed =
       R"({"type":"response.completed","response":{"id":"resp_1","status":"completed","output":[)"
