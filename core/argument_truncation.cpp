@@ -99,6 +99,11 @@ TruncatedText TruncateToolArguments(std::string_view arguments, int64_t max_toke
     if (tokens <= max_tokens || level == 0) break;
     budget -= tokens - max_tokens;
   }
+  if (tokens >= out.original_tokens) {  // markers longer than what they replace
+    out.text = std::string(arguments);
+    out.tokens = out.original_tokens;
+    return out;
+  }
   out.text = std::move(text);
   out.truncated = true;
   out.tokens = tokens;

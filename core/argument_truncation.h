@@ -20,7 +20,8 @@ namespace missy {
 // the document is serialized again; text that is not a JSON object or array is cut
 // middle-out as text. When even every string cut to its marker leaves the document over
 // max_tokens (many keys, numbers), that smallest form is returned: tokens then exceed
-// max_tokens, and the caller sees it in `tokens`.
+// max_tokens, and the caller sees it in `tokens`; and when no cut makes the document
+// smaller at all (values shorter than the marker), it is returned whole, not truncated.
 TruncatedText TruncateToolArguments(std::string_view arguments, int64_t max_tokens,
                                     const MessageTokenCounter& counter);
 

@@ -2,6 +2,7 @@
 // fit when it alone is larger than the room.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/assembly_state.h"
 
@@ -90,10 +91,13 @@ void CutLastTurn(AssemblyState& s) {
     cut_target -= std::min(PinnedTaskCost(s), TaskHeaderCost(s) + kTaskCutFloor);
   }
   const bool cut_turn = s.tail > r.available;
+  // Entries no further cut makes smaller: at the smallest cut, or whose values are
+  // shorter than a marker (tool-call arguments of many short fields).
+  std::vector<char> done(n_entries, 0);
   for (int round = 0; cut_turn && s.tail > cut_target && round < 64; ++round) {
     size_t largest = n_entries;
     for (size_t i = s.tail_start; i < n_entries; ++i) {
-      if (s.entries[i].msg->role == Role::kSystem || s.entries[i].pruned) continue;
+      if (s.entries[i].msg->role == Role::kSystem || s.entries[i].pruned || done[i]) continue;
       if (largest == n_entries || s.entries[i].tokens > s.entries[largest].tokens) largest = i;
     }
     if (largest == n_entries || s.entries[largest].tokens <= kSmallestCut) break;
@@ -109,11 +113,16 @@ void CutLastTurn(AssemblyState& s) {
     const int64_t next =
         std::max(kSmallestCut,
                  std::min(e.tokens - frame - (s.tail - cut_target) - kTruncationSlack, now - 1));
-    if (e.cut && next >= s.tail_cap[largest]) break;  // at the smallest cut already
+    if (e.cut && next >= s.tail_cap[largest]) {
+      done[largest] = 1;
+      continue;
+    }
+    const int64_t before = e.tokens;
     e.cut = true;
     e.cap = -1;  // render again with the new cap
     s.tail_cap[largest] = next;
     s.tail = TailTokens(s);
+    if (e.tokens >= before) done[largest] = 1;
     r.last_turn_truncated = true;
   }
 }

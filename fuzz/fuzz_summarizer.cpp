@@ -13,7 +13,10 @@
 //  - the line classifiers accept any line;
 //  - a middle-out cut that lists its cut part's error reports (core/truncation.h) stays
 //    within its cap (unless only the marker is left), starts with the input's own bytes,
-//    and is valid UTF-8 when the input is.
+//    and is valid UTF-8 when the input is;
+//  - a tool call's arguments cut to a cap (core/argument_truncation.h) are a JSON document
+//    of the same kind when they were one, never count more than they did, and `tokens` is
+//    their count.
 #include <boost/json.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/argument_truncation.h"
 #include "core/extractive_summarizer.h"
 #include "core/summary_text.h"
 #include "core/truncation.h"
@@ -135,6 +139,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (missy::InvalidUtf8At(input) == std::string_view::npos) {
     MISSY_FUZZ_CHECK(missy::InvalidUtf8At(cut.text) == std::string_view::npos,
                      "a listed cut of valid UTF-8 is not valid UTF-8");
+  }
+  std::vector<std::string> arguments{std::string(input.substr(1))};
+  if (missy::InvalidUtf8At(input) == std::string_view::npos) {
+    arguments.push_back(boost::json::serialize(
+        boost::json::object{{"path", "a.py"}, {"content", input}, {"lines", {input, "x"}}}));
+  }
+  for (const std::string& args : arguments) {
+    const missy::TruncatedText t = missy::TruncateToolArguments(args, cap, counter);
+    MISSY_FUZZ_CHECK(t.tokens == counter.CountText(t.text), "cut arguments miscount");
+    MISSY_FUZZ_CHECK(t.tokens <= counter.CountText(args) || !t.truncated,
+                     "cut arguments count more than the whole");
+    boost::system::error_code ec;
+    const boost::json::value before = boost::json::parse(args, ec);
+    if (ec || !(before.is_object() || before.is_array())) continue;
+    const boost::json::value after = boost::json::parse(t.text, ec);
+    MISSY_FUZZ_CHECK(!ec && after.kind() == before.kind(),
+                     "cut arguments are no longer one JSON document:\n" + t.text);
   }
   return 0;
 }

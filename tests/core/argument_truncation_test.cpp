@@ -84,19 +84,34 @@ TEST(ArgumentTruncationTest, ArgumentsThatAreNotJsonAreCutAsText) {
   EXPECT_NE(t.text.find("*** End Patch"), std::string::npos);
 }
 
-TEST(ArgumentTruncationTest, ManySmallValuesUnderATinyCapGiveTheSmallestValidForm) {
+// Values shorter than a marker would only grow: the arguments go whole, not truncated,
+// and the caller sees their count over the cap.
+TEST(ArgumentTruncationTest, ValuesShorterThanTheMarkerAreNotCut) {
   const MessageTokenCounter counter = BytesCounter();
   json::object o;
   for (int i = 0; i < 50; ++i) o["key_" + std::to_string(i)] = "value number " + std::to_string(i);
   const std::string args = json::serialize(o);
   TruncatedText t = TruncateToolArguments(args, 100, counter);
+  EXPECT_FALSE(t.truncated);
+  EXPECT_EQ(t.text, args);
+  EXPECT_EQ(t.tokens, counter.CountText(args));
+}
+
+// Some values long enough to cut, under a cap the keys alone exceed: the smallest form,
+// still one document, over the cap by what the keys take.
+TEST(ArgumentTruncationTest, UnderACapTheKeysExceedTheSmallestValidFormIsSent) {
+  const MessageTokenCounter counter = BytesCounter();
+  json::object o;
+  for (int i = 0; i < 20; ++i) o["key_" + std::to_string(i)] = Code(400);
+  const std::string args = json::serialize(o);
+  TruncatedText t = TruncateToolArguments(args, 100, counter);
   EXPECT_TRUE(t.truncated);
-  EXPECT_GT(t.tokens, 100);                      // the keys alone are larger: said in `tokens`
-  EXPECT_LE(t.tokens, counter.CountText(args));  // and never larger than the original
+  EXPECT_GT(t.tokens, 100);
+  EXPECT_LT(t.tokens, counter.CountText(args) / 4);
   boost::system::error_code ec;
   json::value doc = json::parse(t.text, ec);
   ASSERT_FALSE(ec);
-  EXPECT_EQ(doc.as_object().size(), 50u);
+  EXPECT_EQ(doc.as_object().size(), 20u);
 }
 
 }  // namespace

@@ -88,6 +88,29 @@ TEST(AssemblyTailTest, AnAnswersLongTextIsCutBesideItsCallsArguments) {
   EXPECT_EQ(answer.tool_calls[0].arguments, R"({"command":"pytest -q"})");  // short: whole
 }
 
+// The largest message may be one no cut makes smaller (a call of many short fields): the
+// cut goes on to the next largest instead of giving up on the turn.
+TEST(AssemblyTailTest, AMessageNoCutShrinksIsPassedOverForTheNextLargest) {
+  const MessageTokenCounter counter = BytesCounter();
+  ContextInput in = BaseInput(4000, /*tail_count=*/16);
+  in.min_tool_output_tokens = 1400;  // squeezing alone cannot make room
+  json::object fields;
+  for (int i = 0; i < 150; ++i) fields["f" + std::to_string(i)] = "v" + std::to_string(i);
+  const std::string args = json::serialize(fields);  // ~1,700 bytes, none of it cuttable
+  std::vector<Message> conv{Message::User("configure it"),
+                            Message::AssistantCalls({{"c1", "function", "configure", args}}),
+                            Message::ToolResult("c1", Module(1, 1500)),
+                            Message::AssistantCalls({{"c2", "function", "configure", args}}),
+                            Message::ToolResult("c2", "ok")};
+  in.history = Store(conv, counter);
+  Result<AssembledContext> ctx = AssembleContext(in, counter);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  EXPECT_LE(ctx->report.used_tokens, 4000);
+  EXPECT_EQ(ctx->messages[1].tool_calls[0].arguments, args);
+  EXPECT_EQ(ctx->messages[3].tool_calls[0].arguments, args);
+  EXPECT_NE(ctx->messages[2].PlainText().find("[...truncated "), std::string::npos);
+}
+
 // A paste a little over the room keeps nearly all of the room, not one tool output's cap.
 TEST(AssemblyTailTest, APasteALittleOverTheRoomKeepsMostOfItself) {
   const MessageTokenCounter counter = BytesCounter();
