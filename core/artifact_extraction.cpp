@@ -84,20 +84,24 @@ namespace {
 bool KnownExtension(std::string_view ext) {
   static const std::vector<std::string_view> kExt = [] {
     std::vector<std::string_view> v = {
-        "bash", "bat",   "c",    "cc",    "cfg",   "cjs",  "clj",    "cmake",   "conf",  "cpp",
-        "cs",   "css",   "csv",  "cts",   "cxx",   "dart", "diff",   "ejs",     "env",   "erl",
-        "ex",   "exs",   "fish", "fs",    "go",    "gql",  "gradle", "graphql", "h",     "hbs",
-        "heex", "hh",    "hpp",  "hrl",   "hs",    "htm",  "html",   "hxx",     "ini",   "ipynb",
-        "java", "jl",    "js",   "json",  "jsonl", "jsx",  "kt",     "kts",     "less",  "lock",
-        "log",  "lua",   "m",    "md",    "mdx",   "mjs",  "mk",     "ml",      "mm",    "mts",
-        "nix",  "patch", "php",  "pl",    "proto", "ps1",  "py",     "pyi",     "r",     "rb",
-        "rs",   "rst",   "sass", "scala", "scss",  "sh",   "sql",    "svelte",  "swift", "tf",
-        "toml", "ts",    "tsx",  "txt",   "vue",   "xml",  "yaml",   "yml",     "zig",   "zsh"};
+        "bash", "bat", "c", "cc", "cfg", "cjs", "clj", "cmake", "conf", "cpp", "cs", "css", "csv",
+        "cts", "cxx", "dart", "diff", "ejs", "env", "erl", "ex", "exs", "fish", "fs", "go", "gql",
+        "gradle", "graphql", "h", "hbs", "heex", "hh", "hpp", "hrl", "hs", "htm", "html", "hxx",
+        "ini", "ipynb", "java", "jl", "js", "json", "jsonl", "jsx", "kt", "kts", "less", "lock",
+        "log", "lua", "m", "md", "mdx", "mjs", "mk", "ml", "mm", "mts", "nix", "patch", "php", "pl",
+        "proto", "ps1", "py", "pyi", "r", "rb", "rs", "rst", "sass", "scala", "scss", "sh", "sql",
+        "svelte", "swift", "tf", "toml", "ts", "tsx", "txt", "vue", "xml", "yaml", "yml", "zig",
+        "zsh",
+        // build and project files of more toolchains (.NET, Scala, Haskell, Ruby, Apple,
+        // Java, Terraform, Bazel, Groovy), templates and other languages
+        "asm", "bzl", "cabal", "cshtml", "csproj", "cu", "cuh", "erb", "f90", "fsproj", "fsx",
+        "gemspec", "groovy", "haml", "hcl", "plist", "properties", "props", "psm1", "pug", "razor",
+        "sbt", "sln", "targets", "tex", "tfvars", "tsv", "vb", "vbproj", "xaml"};
     std::sort(v.begin(), v.end());
     return v;
   }();
-  if (ext.empty() || ext.size() > 7) return false;
-  char lower[8];
+  if (ext.empty() || ext.size() > 10) return false;
+  char lower[10];
   for (size_t i = 0; i < ext.size(); ++i) lower[i] = static_cast<char>(Lower(ext[i]));
   return std::binary_search(kExt.begin(), kExt.end(), std::string_view(lower, ext.size()));
 }
@@ -350,6 +354,13 @@ class ArgumentReader {
       case ArgumentItem::Kind::kUrl:
         ScanUrls(item.text.substr(0, std::min(item.text.size(), kMaxCommandScanBytes)), trail_);
         break;
+      case ArgumentItem::Kind::kText: {
+        const std::string_view text =
+            std::string_view(item.text).substr(0, std::min(item.text.size(), kMaxCommandScanBytes));
+        ScanUrls(text, trail_);
+        ScanPaths(text, false, trail_, kMaxCommandScanBytes);
+        break;
+      }
     }
   }
 

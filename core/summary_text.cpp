@@ -216,7 +216,11 @@ bool ErrorWordAt(std::string_view s, size_t i) {
   if (PhraseAt(s, i)) return true;  // ReportsError's phrases, found by their trigrams
   switch (c) {
     case 'e':
-      if (s[i] == 'E' && word_start && s.substr(i).starts_with("ERR!")) return true;  // npm
+      // npm's "ERR!", pnpm's "ERR_PNPM_..." codes
+      if (s[i] == 'E' && word_start &&
+          (s.substr(i).starts_with("ERR!") || s.substr(i).starts_with("ERR_"))) {
+        return true;
+      }
       if (HasAt(s, i, "error")) {
         const size_t e = i + 5;
         if (word_start && (WordEndsAt(s, e) || (e < n && s[e] == 's' && WordEndsAt(s, e + 1))))
@@ -245,6 +249,11 @@ bool ErrorWordAt(std::string_view s, size_t i) {
       return word_start && HasAt(s, i, "panic");
     case 'n':
       if (s[i] == 'N') return s.substr(i).starts_with("No such file");
+      // TAP's failed test: "not ok 3 - ..."
+      if (word_start && s.substr(i).starts_with("not ok ") && i + 7 < n && s[i + 7] >= '0' &&
+          s[i + 7] <= '9') {
+        return true;
+      }
       // A shell's "foo: command not found" (bash, zsh: "command not found: foo").
       return s.substr(i).starts_with("not found") && i >= 8 && s.substr(i - 8, 8) == "command ";
     case '*':  // Elixir's "** (SomeError) ...", "** (Mix) ..."
@@ -338,6 +347,8 @@ std::string_view AfterReportFrame(std::string_view line) {
       line.remove_prefix(4);
     } else if (line.starts_with("Caused by: ")) {
       line.remove_prefix(11);
+    } else if (line.starts_with("Stdout: ") || line.starts_with("Stderr: ")) {
+      line.remove_prefix(8);  // a shell tool's framed output (Gemini CLI's)
     } else if (line.starts_with("==") && line.size() > 4) {
       const size_t end = line.find("==", 2);
       if (end == std::string_view::npos || end > 12 ||
@@ -351,10 +362,78 @@ std::string_view AfterReportFrame(std::string_view line) {
   }
 }
 
+size_t DigitsAt(std::string_view s, size_t pos) {
+  size_t n = 0;
+  while (pos + n < s.size() && s[pos + n] >= '0' && s[pos + n] <= '9') ++n;
+  return n;
+}
+
+// A field that says there was none: a shell tool's "Error: (none)", "errors: 0",
+// "Error: null".
+bool SaysNone(std::string_view line) {
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos || line.substr(0, colon).find(' ') != line.npos) {
+    return false;
+  }
+  const std::string_view value = Trim(line.substr(colon + 1));
+  for (std::string_view none : {"(none)", "none", "null", "nil", "0", "[]", "{}", "n/a", "-"}) {
+    if (value.size() == none.size() && HasAt(value, 0, none)) return true;
+  }
+  return false;
+}
+
+// "error" before a code and a colon, with no location before it or after one (tsc's
+// "error TS5083: ...", C#'s "error CS0103: ...", MSBuild's "MSBUILD : error MSB1009: ...",
+// MSVC's "error C2065: ..."). A count of errors ("Found 2 errors in 2 files.", "1 error
+// generated.") is not one: it sums up the reports above it, and a new count each run
+// would crowd them out.
+bool ErrorCodeReport(std::string_view line) {
+  for (size_t at = line.find("error "); at != std::string_view::npos;
+       at = line.find("error ", at + 1)) {
+    if (at > 0 && line[at - 1] != ' ') continue;
+    const std::string_view code = line.substr(at + 6, line.find(':', at) - (at + 6));
+    size_t letters = 0;
+    while (letters < code.size() && code[letters] >= 'A' && code[letters] <= 'Z') ++letters;
+    if (letters > 0 && letters < code.size() && DigitsAt(code, letters) == code.size() - letters &&
+        at + 6 + code.size() < line.size()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A verdict in a line of its own: TAP's "not ok 3 - parses dates" (node --test, prove,
+// bats), MSBuild's "Build FAILED.", Gradle's and Ant's "BUILD FAILED in 2s", dotnet test's
+// "Failed Api.Tests.Rounds [12 ms]", npm 10's "npm error ...", pnpm's "ERR_PNPM_... ",
+// yarn's "error Command failed ...", .NET's "Unhandled exception. System.X: ...".
+bool VerdictLine(std::string_view line) {
+  if (line.starts_with("not ok ")) return DigitsAt(line, 7) > 0;
+  if (line.starts_with("npm error ") || line.starts_with("error Command failed") ||
+      line.starts_with("Unhandled exception. ")) {
+    return true;
+  }
+  const size_t space = std::min(line.find(' '), line.size());
+  const std::string_view first = line.substr(0, space);
+  if (first.size() > 4 && first.starts_with("ERR_") &&
+      first.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == first.npos) {
+    return true;
+  }
+  const std::string_view second = line.substr(std::min(space + 1, line.size()));
+  const std::string_view after = second.substr(std::min<size_t>(6, second.size()));
+  if (second.starts_with("FAILED") &&
+      (after.empty() || after == "." || after.starts_with(" in ")) &&
+      first.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") ==
+          first.npos) {
+    return true;
+  }
+  return first == "Failed" && line.ends_with("]") && line.find(" [") != std::string_view::npos;
+}
+
 }  // namespace
 
 bool ReportsError(std::string_view line) {
   line = AfterReportFrame(line);
+  if (SaysNone(line)) return false;
   if (line.starts_with("Traceback") || line.starts_with("** (") || line.starts_with("npm ERR! ") ||
       line.starts_with("--- FAIL:") || line.starts_with("Exception in thread ") ||
       line.starts_with("Failed to ")) {
@@ -362,6 +441,7 @@ bool ReportsError(std::string_view line) {
     // uncaught exception, systemd's and Maven's "Failed to ..."
     return true;
   }
+  if (VerdictLine(line) || ErrorCodeReport(line)) return true;
   // What only a failure prints: the phrases with no error word, where the candidate scan
   // finds their trigrams (PhraseAt), and two more.
   for (size_t i = 0; (i = NextCandidate(line, i, kErrorWords)) < line.size(); ++i) {

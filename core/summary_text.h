@@ -58,6 +58,12 @@ bool ErrorWordAt(std::string_view s, size_t i);
 // something failed, with no error word to find it by ("Permission denied", "Connection
 // refused", "Segmentation fault", "core dumped)", "undefined reference to", "terminate
 // called after throwing", " is invalid: ", "***Exception: ", " failed because ").
+// And: verdicts in a line of their own (TAP's "not ok 3 - ...", "Build FAILED.", "BUILD
+// FAILED in 2s", dotnet test's "Failed Name [12 ms]", npm 10's "npm error ...", pnpm's
+// "ERR_PNPM_...", yarn's "error Command failed", .NET's "Unhandled exception. ..."), "error"
+// before a code ("error TS5083: ...", "error CS0103: "), after a shell tool's "Stdout: " or
+// "Stderr: " frame. Not a field that says there was none ("Error: (none)", "errors: 0"),
+// nor a count of errors ("Found 2 errors in 2 files.": it sums up the reports above it).
 bool ReportsError(std::string_view line);
 // The line without the time stamps a logger starts it with ("2026-11-27 09:01:02,123",
 // "[12:00:01]"): what stays the same when a log repeats one error.

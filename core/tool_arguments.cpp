@@ -14,10 +14,14 @@ using namespace extractive;
 namespace {
 
 bool IsPathKey(std::string_view k) {
-  static constexpr std::array<std::string_view, 17> kKeys = {
-      "dest",     "destination", "dst",      "file",          "file_path",  "filename",
-      "filepath", "files",       "new_path", "notebook_path", "old_path",   "path",
-      "paths",    "source_path", "src",      "target",        "target_file"};
+  // Gemini CLI's read_file takes "absolute_path", its listings "dir_path"; Codex's shell
+  // "workdir"; Serena's tools "relative_path".
+  static constexpr std::array<std::string_view, 24> kKeys = {
+      "absolute_path", "dest",        "destination",   "dir_path",         "directory",
+      "dst",           "file",        "file_path",     "file_paths",       "filename",
+      "filepath",      "files",       "new_path",      "notebook_path",    "old_path",
+      "path",          "paths",       "relative_path", "source_path",      "src",
+      "target",        "target_file", "workdir",       "working_directory"};
   return std::find(kKeys.begin(), kKeys.end(), k) != kKeys.end();
 }
 bool IsCommandKey(std::string_view k) {
@@ -25,6 +29,12 @@ bool IsCommandKey(std::string_view k) {
 }
 bool IsUrlKey(std::string_view k) {
   return k == "url" || k == "uri" || k == "urls" || k == "href" || k == "link";
+}
+// The agent's own words to a tool: a sub-agent's task, the prompt of a fetch that names
+// its URLs in it (Gemini CLI's web_fetch), a command's description, a search's query.
+bool IsTextKey(std::string_view k) {
+  return k == "prompt" || k == "description" || k == "query" || k == "question" || k == "message" ||
+         k == "instructions" || k == "task" || k == "reason" || k == "explanation" || k == "goal";
 }
 bool IsPatchKey(std::string_view k) {
   return k == "patch" || k == "diff" || k == "unified_diff" || k == "input";
@@ -188,6 +198,8 @@ class Reader {
       Record(Kind::kPatch, std::move(s));
     } else if (IsUrlKey(key)) {
       Record(Kind::kUrl, std::move(s));
+    } else if (IsTextKey(key)) {
+      Record(Kind::kText, std::move(s));
     }
   }
 
@@ -198,7 +210,8 @@ class Reader {
     visit = visit && depth <= kMaxVisitDepth;
     const char c = *p_++;
     if (c == '"') {
-      if (!visit || !(IsPathKey(key) || IsCommandKey(key) || IsPatchKey(key) || IsUrlKey(key))) {
+      if (!visit || !(IsPathKey(key) || IsCommandKey(key) || IsPatchKey(key) || IsUrlKey(key) ||
+                      IsTextKey(key))) {
         return SkipString();
       }
       std::string s;

@@ -20,6 +20,8 @@ struct ArgumentItem {
     kOtherCommand,  // the same of another tool (an editor's "view"): only its paths matter
     kPatch,         // a patch key's value ("patch", "diff", "input", ...)
     kUrl,           // a URL key's value ("url", "uri", "href", ...): a page fetched
+    kText,          // the agent's words ("prompt", "description", "query", ...): text that
+                    // may name files and URLs
   };
   Kind kind;
   std::string text;

@@ -79,6 +79,33 @@ TEST(ErrorTrail, ReportsOfMoreToolchainsAndOfTheSystemAreToldFromMentions) {
   }
 }
 
+// Verdicts and codes of more runners and compilers are reports; a field saying there was
+// none ("Error: (none)" in every output of Gemini CLI's shell tool) is not, nor a count
+// that sums up the reports above it.
+TEST(ErrorTrail, VerdictsAndCodesAreReportsAndAFieldSayingNoneOrACountIsNot) {
+  using extractive::IsErrorLine;
+  using extractive::ReportsError;
+  for (const char* report :
+       {"not ok 3 - parses ISO dates with offsets", "Build FAILED.", "BUILD FAILED in 2s",
+        "Failed Api.Tests.BillingTests.RoundsHalfUp [12 ms]", "npm error code ELIFECYCLE",
+        "npm error Missing script: \"lint\"",
+        "ERR_PNPM_RECURSIVE_RUN_FIRST_FAIL  @acme/core@1.0.0 test: `node --test`",
+        "error Command failed with exit code 1.",
+        "error TS5083: Cannot read file '/repo/tsconfig.base.json'.",
+        "MSBUILD : error MSB1009: Project file does not exist.",
+        "Unhandled exception. System.InvalidOperationException: Sequence contains no elements"}) {
+    EXPECT_TRUE(IsErrorLine(report)) << report;
+    EXPECT_TRUE(ReportsError(report)) << report;
+  }
+  for (const char* none :
+       {"Error: (none)", "Errors: 0", "error: 0", "errors: []", "Error: null",
+        "Found 2 errors in 2 files.", "1 error generated.", "not ok so far",
+        "The error TS2322 means a type mismatch", "Build FAILED to start is logged below",
+        "ERR_ is the prefix of pnpm's codes"}) {
+    EXPECT_FALSE(ReportsError(none)) << none;
+  }
+}
+
 // What a program prints with no error word in it (the OS's, a linker's, a crash's) is found
 // anywhere in a long output, and an agent that sends outputs back as user messages has their
 // reports kept as a tool's.
@@ -187,6 +214,30 @@ TEST(ErrorTrail, UrlsAreFilesKeptWhole) {
   for (const char* url : {"https://docs.python.org/3/library/csv.html#csv.DictReader",
                           "https://hexdocs.pm/ecto/Ecto.Changeset.html#cast/4"}) {
     EXPECT_NE(std::find(files.begin(), files.end(), url), files.end()) << url;
+  }
+}
+
+// Other agents' argument keys: Gemini CLI's read_file "absolute_path", a fetch whose
+// prompt names its URL, Codex's "workdir", a sub-agent's task naming a file; and the
+// project files of more toolchains.
+TEST(ErrorTrail, OtherAgentsArgumentKeysAndProjectFilesAreFiles) {
+  const auto msgs = StoredMessages({
+      Message::User("fix the build"),
+      Call("c1", "read_file", R"({"absolute_path":"/repo/packages/core/src/round.ts"})"),
+      Message::ToolResult("c1", "export const x = 1;"),
+      Call("c2", "web_fetch",
+           R"({"prompt":"Summarize the reporters section of https://nodejs.org/api/test.html"})"),
+      Message::ToolResult("c2", "Reporters"),
+      Call("c3", "shell", R"({"command":["dotnet","build","Api.sln"],"workdir":"/src/Api"})"),
+      Message::ToolResult("c3", "Build succeeded."),
+      Call("c4", "Task",
+           R"({"description":"Audit","prompt":"Check src/billing/Tax.cs for rounding"})"),
+      Message::ToolResult("c4", "Tax.cs rounds for display only."),
+  });
+  const std::vector<std::string> files = ExtractArtifacts(msgs).files;
+  for (const char* file : {"/repo/packages/core/src/round.ts", "https://nodejs.org/api/test.html",
+                           "Api.sln", "/src/Api", "src/billing/Tax.cs"}) {
+    EXPECT_NE(std::find(files.begin(), files.end(), file), files.end()) << file;
   }
 }
 
