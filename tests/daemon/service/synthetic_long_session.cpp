@@ -268,10 +268,11 @@ SyntheticSession LongMixedSession() {
 }
 
 std::vector<SyntheticSession> SyntheticSessions() {
-  return {PythonPytestSession(),  RustCargoSession(),       GoModuleSession(),
-          TypeScriptNpmSession(), ElixirMixSession(),       LongMixedSession(),
-          JavaGradleSession(),    CppCmakeSession(),        OpsDeploySession(),
-          RubyRspecSession(),     NodeObservationsSession()};
+  return {PythonPytestSession(),  RustCargoSession(),        GoModuleSession(),
+          TypeScriptNpmSession(), ElixirMixSession(),        LongMixedSession(),
+          JavaGradleSession(),    CppCmakeSession(),         OpsDeploySession(),
+          RubyRspecSession(),     NodeObservationsSession(), TsPnpmGeminiSession(),
+          CsharpDotnetSession()};
 }
 
 std::string ToJsonl(const std::vector<Message>& messages) {

@@ -4,7 +4,9 @@
 // errors, an Elixir/Phoenix app with mix errors, a long session (1,000+ messages, tool
 // outputs of 40,000 characters), and (synthetic_toolchains.cpp) Java with Gradle and Maven,
 // C++ with CMake, an operator's session, Ruby with RSpec, and a Node.js session from an
-// agent that sends outputs back as user messages. Each is a list of chat messages as a
+// agent that sends outputs back as user messages, and (synthetic_agents.cpp) TypeScript on
+// pnpm and node's TAP runner from an agent with Gemini CLI's tools, and C# on dotnet from
+// one with Claude Code's. Each is a list of chat messages as a
 // trajectory file gives them (a system prompt, the user's task, assistant tool calls of
 // bash/read_file/edit_file/write_file/web_fetch, their results), with what real sessions have and
 // the recorded ones lack: one error repeated run after run, errors later fixed, errors a runner
@@ -38,6 +40,9 @@ SyntheticSession CppCmakeSession();
 SyntheticSession OpsDeploySession();
 SyntheticSession RubyRspecSession();
 SyntheticSession NodeObservationsSession();  // `<returncode>` user messages, no tool calls
+// synthetic_agents.cpp: other agents' tools and other runners.
+SyntheticSession TsPnpmGeminiSession();  // Gemini CLI's framed shell outputs, pnpm, TAP
+SyntheticSession CsharpDotnetSession();  // Claude Code's tool names, dotnet build and xUnit
 
 // All of the above, in that order.
 std::vector<SyntheticSession> SyntheticSessions();

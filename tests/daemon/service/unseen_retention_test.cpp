@@ -25,9 +25,13 @@
 // server ..." and "... is invalid: ...", docker's "Error response from daemon", terraform's
 // "│ Error: ...", systemd's "Job for ... failed", RSpec's "Failure/Error:", Ruby's "...
 // (NoMethodError)", Node's "SomeError [ERR_CODE]: ...", "Permission denied", "Connection
-// refused". An agent's user message that carries a command's output (`<returncode>`) is
-// what a tool printed. An error is the first 60 characters of its line (leading blanks
-// removed), found verbatim in the context.
+// refused", TAP's "not ok N", npm 10's "npm error ...", pnpm's "ERR_PNPM_...", "Build FAILED"
+// and "BUILD FAILED", dotnet test's "Failed Name [N ms]", .NET's "Unhandled exception.",
+// "error" before a code ("error TS5083:", "error CS0103:"), after a shell tool's "Stdout: "
+// or "Stderr: " frame; not a field saying there was none ("Error: (none)") nor a count
+// ("Found 2 errors in 2 files.": it sums up the reports above it). An agent's user message that
+// carries a command's output (`<returncode>`) is what a tool printed. An error is the first 60
+// characters of its line (leading blanks removed), found verbatim in the context.
 //
 // Files and errors in view, before and after the rules of issue 29 (error shapes of more
 // toolchains, error lines kept as printed and read from the middle of long outputs, URLs
@@ -38,7 +42,12 @@
 // sessions of other toolchains, added later, before and after the error shapes of commit
 // 275bd4f (and the errors a user message reports): java-gradle 18/18, cpp-cmake 12/16 ->
 // 16/16, ops-deploy 14/14, ruby-rspec 13/14 -> 14/14, node-observations 9/13 -> 13/13;
-// 66/75 (88.0%) -> 75/75.
+// 66/75 (88.0%) -> 75/75. Two sessions of other agents' tools and runners, added later
+// (with the project files .cs, .csproj, .sln, .mjs, ... among the measure's paths), before
+// and after the rules of commit "Verdicts and codes of more runners ...": ts-pnpm-gemini
+// 21/26 -> 26/26 (Gemini CLI's "absolute_path" and a fetch's prompt naming its URL, TAP's
+// "not ok", pnpm's ERR_PNPM_ after a "Stderr: " frame), csharp-dotnet 19/20 -> 20/20 (a
+// solution file).
 // MISSY_RETENTION_DEBUG=1 prints what is missing (MISSY_RETENTION_DUMP=1 also the last
 // context, MISSY_RETENTION_TRACE=1 every context); MISSY_SYNTHETIC_ONLY=name replays one
 // session; MISSY_SYNTHETIC_DUMP=dir writes each
@@ -64,9 +73,11 @@ namespace {
 
 bool PathLike(std::string_view t) {
   static const std::set<std::string> kExt = {
-      "py",  "cc",  "cpp",  "h",    "hpp",  "c",    "js",   "ts",   "tsx", "go",  "rs",
-      "md",  "txt", "json", "yaml", "yml",  "toml", "sh",   "java", "rb",  "cfg", "ini",
-      "rst", "ex",  "exs",  "csv",  "lock", "sql",  "html", "css",  "jsx", "log"};
+      "py",   "cc",   "cpp",   "h",   "hpp",   "c",    "js",     "ts",     "tsx",
+      "go",   "rs",   "md",    "txt", "json",  "yaml", "yml",    "toml",   "sh",
+      "java", "rb",   "cfg",   "ini", "rst",   "ex",   "exs",    "csv",    "lock",
+      "sql",  "html", "css",   "jsx", "log",   "cs",   "csproj", "sln",    "mjs",
+      "cjs",  "kt",   "swift", "php", "scala", "vue",  "xml",    "gradle", "tf"};
   const size_t dot = t.rfind('.');
   if (dot == std::string_view::npos || dot == 0 || dot + 1 >= t.size()) return false;
   if (!kExt.count(std::string(t.substr(dot + 1)))) return false;
@@ -138,9 +149,35 @@ bool ExceptionLine(std::string_view line) {
   return head.ends_with("Error") || head.ends_with("Exception");
 }
 
+// "error" before a code at a word start: "error TS5083: ...", "error CS0103: ...".
+bool ErrorCode(std::string_view line) {
+  for (size_t at = line.find("error "); at != std::string_view::npos;
+       at = line.find("error ", at + 1)) {
+    if (at > 0 && line[at - 1] != ' ') continue;
+    size_t i = at + 6, letters = 0, digits = 0;
+    while (i < line.size() && std::isupper(static_cast<unsigned char>(line[i]))) ++i, ++letters;
+    while (i < line.size() && std::isdigit(static_cast<unsigned char>(line[i]))) ++i, ++digits;
+    if (letters > 0 && digits > 0 && i < line.size() && line[i] == ':') return true;
+  }
+  return false;
+}
+
 // Whether a trimmed line a tool printed reports an error.
 bool ReportedError(std::string_view line) {
   if (line.starts_with("\u2502 ")) line.remove_prefix(4);  // terraform's "│ Error: ..."
+  // Gemini CLI's shell frames; a field saying there was none is no report.
+  if (line.starts_with("Stdout: ") || line.starts_with("Stderr: ")) line.remove_prefix(8);
+  for (std::string_view none : {": (none)", ": none", ": 0", ": null", ": []"}) {
+    if (line.ends_with(none) && line.find(' ') == line.size() - none.size() + 1) return false;
+  }
+  // TAP's failed test, npm 10's and pnpm's errors, MSBuild's and Gradle's verdicts, dotnet
+  // test's failed test, .NET's crash.
+  for (std::string_view p : {"not ok ", "npm error ", "ERR_PNPM_", "Build FAILED", "BUILD FAILED",
+                             "Unhandled exception. "}) {
+    if (line.starts_with(p)) return true;
+  }
+  if (line.starts_with("Failed ") && line.ends_with(" ms]")) return true;
+  if (ErrorCode(line)) return true;
   if (line.starts_with("Caused by: ")) return ExceptionLine(line.substr(11));  // Java
   // Java's uncaught exception, Maven's and Gradle's verdicts, CMake's, kubectl's and
   // docker's errors, systemd's failed job, RSpec's, a C++ program's abort.
