@@ -56,13 +56,8 @@ int64_t CutLevel(std::vector<int64_t> sizes, int64_t budget) {
 
 TruncatedText TruncateToolArguments(std::string_view arguments, int64_t max_tokens,
                                     const MessageTokenCounter& counter) {
-  TruncatedText out;
-  out.original_tokens = counter.CountText(arguments);
-  if (out.original_tokens <= max_tokens) {
-    out.text = std::string(arguments);
-    out.tokens = out.original_tokens;
-    return out;
-  }
+  const int64_t original_tokens = counter.CountText(arguments);
+  if (original_tokens <= max_tokens) return Untruncated(arguments, original_tokens);
   boost::system::error_code ec;
   json::value doc = json::parse(arguments, ec);
   if (ec || !(doc.is_object() || doc.is_array())) {
@@ -77,10 +72,10 @@ TruncatedText TruncateToolArguments(std::string_view arguments, int64_t max_toke
     sizes.push_back(s.tokens);
   }
   // What the document costs besides its string values: keys, punctuation, numbers.
-  const int64_t frame = out.original_tokens - in_strings;
+  const int64_t frame = original_tokens - in_strings;
   int64_t budget = max_tokens - frame;
   std::string text;
-  int64_t tokens = out.original_tokens;
+  int64_t tokens = original_tokens;
   for (int round = 0; round < kRounds; ++round) {
     const int64_t level = CutLevel(sizes, budget);
     for (StringValue& s : strings) {
@@ -99,15 +94,15 @@ TruncatedText TruncateToolArguments(std::string_view arguments, int64_t max_toke
     if (tokens <= max_tokens || level == 0) break;
     budget -= tokens - max_tokens;
   }
-  if (tokens >= out.original_tokens) {  // markers longer than what they replace
-    out.text = std::string(arguments);
-    out.tokens = out.original_tokens;
-    return out;
+  if (tokens >= original_tokens) {  // markers longer than what they replace
+    return Untruncated(arguments, original_tokens);
   }
+  TruncatedText out;
+  out.original_tokens = original_tokens;
   out.text = std::move(text);
   out.truncated = true;
   out.tokens = tokens;
-  out.removed_tokens = std::max<int64_t>(0, out.original_tokens - tokens);
+  out.removed_tokens = std::max<int64_t>(0, original_tokens - tokens);
   return out;
 }
 

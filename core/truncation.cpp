@@ -206,15 +206,20 @@ std::string Marker(int64_t removed_tokens, const std::string& reports) {
 
 }  // namespace
 
+TruncatedText Untruncated(std::string_view text, int64_t tokens) {
+  TruncatedText out;
+  out.text = std::string(text);
+  out.original_tokens = tokens;
+  out.tokens = tokens;
+  return out;
+}
+
 TruncatedText TruncateMiddleOut(std::string_view text, int64_t max_tokens,
                                 const MessageTokenCounter& counter, bool list_cut_reports) {
+  const int64_t original_tokens = counter.CountText(text);
+  if (original_tokens <= max_tokens) return Untruncated(text, original_tokens);
   TruncatedText out;
-  out.original_tokens = counter.CountText(text);
-  if (out.original_tokens <= max_tokens) {
-    out.text = std::string(text);
-    out.tokens = out.original_tokens;
-    return out;
-  }
+  out.original_tokens = original_tokens;
   out.truncated = true;
   // The marker's size with a generous number; separators counted with it.
   const auto framed = [](const std::string& marker) {

@@ -25,6 +25,9 @@ struct TruncatedText {
   int64_t removed_tokens = 0;   // N in the marker: original - head - tail
 };
 
+// `text` as it is, not truncated, counting `tokens`.
+TruncatedText Untruncated(std::string_view text, int64_t tokens);
+
 // Marker placed between head and tail ("[...truncated 1234 tokens...]").
 std::string TruncationMarker(int64_t removed_tokens);
 
