@@ -206,6 +206,12 @@ bool PhraseTrigram(unsigned char f0, unsigned char f1, unsigned char f2) {
          (f0 == 'e' && f1 == 'f' && f2 == 'e') || (f0 == 'n' && f1 == 'v' && f2 == 'a');
 }
 
+// Only blanks between the line's start and s[i].
+bool OpensLine(std::string_view s, size_t i) {
+  while (i > 0 && (s[i - 1] == ' ' || s[i - 1] == '\t')) --i;
+  return i == 0 || s[i - 1] == '\n';
+}
+
 }  // namespace
 
 bool ErrorWordAt(std::string_view s, size_t i) {
@@ -216,9 +222,11 @@ bool ErrorWordAt(std::string_view s, size_t i) {
   if (PhraseAt(s, i)) return true;  // ReportsError's phrases, found by their trigrams
   switch (c) {
     case 'e':
-      // npm's "ERR!", pnpm's "ERR_PNPM_..." codes
+      // npm's "ERR!"; pnpm's "ERR_PNPM_..." codes opening a line (in code, an ERR_ constant
+      // is only named)
       if (s[i] == 'E' && word_start &&
-          (s.substr(i).starts_with("ERR!") || s.substr(i).starts_with("ERR_"))) {
+          (s.substr(i).starts_with("ERR!") ||
+           (s.substr(i).starts_with("ERR_") && OpensLine(s, i)))) {
         return true;
       }
       if (HasAt(s, i, "error")) {
@@ -250,7 +258,7 @@ bool ErrorWordAt(std::string_view s, size_t i) {
     case 'n':
       if (s[i] == 'N') return s.substr(i).starts_with("No such file");
       // TAP's failed test: "not ok 3 - ..."
-      if (word_start && s.substr(i).starts_with("not ok ") && i + 7 < n && s[i + 7] >= '0' &&
+      if (OpensLine(s, i) && s.substr(i).starts_with("not ok ") && i + 7 < n && s[i + 7] >= '0' &&
           s[i + 7] <= '9') {
         return true;
       }

@@ -104,6 +104,11 @@ TEST(ErrorTrail, VerdictsAndCodesAreReportsAndAFieldSayingNoneOrACountIsNot) {
         "ERR_ is the prefix of pnpm's codes"}) {
     EXPECT_FALSE(ReportsError(none)) << none;
   }
+  // An ERR_ code or "not ok N" in code is not even an error word.
+  for (const char* code :
+       {"  if (e.code === 'ERR_PNPM_NO_SCRIPT') return;", "assert.equal(out, 'not ok 1 - x')"}) {
+    EXPECT_FALSE(IsErrorLine(code)) << code;
+  }
 }
 
 // What a program prints with no error word in it (the OS's, a linker's, a crash's) is found
