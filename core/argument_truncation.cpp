@@ -60,7 +60,7 @@ TruncatedText TruncateToolArguments(std::string_view arguments, int64_t max_toke
   if (original_tokens <= max_tokens) return Untruncated(arguments, original_tokens);
   boost::system::error_code ec;
   json::value doc = json::parse(arguments, ec);
-  if (ec || !(doc.is_object() || doc.is_array())) {
+  if (ec || !(doc.is_object() || doc.is_array() || doc.is_string())) {
     return TruncateMiddleOut(arguments, max_tokens, counter);
   }
   std::vector<StringValue> strings;

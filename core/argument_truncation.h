@@ -14,10 +14,10 @@
 
 namespace missy {
 
-// Keeps `arguments` when CountText(arguments) <= max_tokens. Otherwise, for a JSON object
-// or array, its string values above one common length are cut middle-out (each with the
+// Keeps `arguments` when CountText(arguments) <= max_tokens. Otherwise, for a JSON object,
+// array or string, its string values above one common length are cut middle-out (each with the
 // usual marker) to the longest such length that brings the whole under max_tokens, and
-// the document is serialized again; text that is not a JSON object or array is cut
+// the document is serialized again; text that is not JSON of those kinds is cut
 // middle-out as text. When even every string cut to its marker leaves the document over
 // max_tokens (many keys, numbers), that smallest form is returned: tokens then exceed
 // max_tokens, and the caller sees it in `tokens`; and when no cut makes the document

@@ -93,15 +93,16 @@ bool KnownExtension(std::string_view ext) {
         "svelte", "swift", "tf", "toml", "ts", "tsx", "txt", "vue", "xml", "yaml", "yml", "zig",
         "zsh",
         // build and project files of more toolchains (.NET, Scala, Haskell, Ruby, Apple,
-        // Java, Terraform, Bazel, Groovy), templates and other languages
+        // Terraform, Bazel, Groovy), templates and other languages; not "props",
+        // "properties" or "targets", which end code too (this.props, schema.properties)
         "asm", "bzl", "cabal", "cshtml", "csproj", "cu", "cuh", "erb", "f90", "fsproj", "fsx",
-        "gemspec", "groovy", "haml", "hcl", "plist", "properties", "props", "psm1", "pug", "razor",
-        "sbt", "sln", "targets", "tex", "tfvars", "tsv", "vb", "vbproj", "xaml"};
+        "gemspec", "groovy", "haml", "hcl", "plist", "psm1", "pug", "razor", "sbt", "sln", "tex",
+        "tfvars", "tsv", "vb", "vbproj", "xaml"};
     std::sort(v.begin(), v.end());
     return v;
   }();
-  if (ext.empty() || ext.size() > 10) return false;
-  char lower[10];
+  if (ext.empty() || ext.size() > 7) return false;
+  char lower[8];
   for (size_t i = 0; i < ext.size(); ++i) lower[i] = static_cast<char>(Lower(ext[i]));
   return std::binary_search(kExt.begin(), kExt.end(), std::string_view(lower, ext.size()));
 }
@@ -334,7 +335,9 @@ class ArgumentReader {
     switch (item.kind) {
       case ArgumentItem::Kind::kPath: {
         const std::string_view p = Trim(item.text);
-        if (p.find('\n') == std::string_view::npos && p.find("://") == std::string_view::npos) {
+        // "." and ".." (a listing's or a shell's working directory) name no file.
+        if (p != "." && p != ".." && p.find('\n') == std::string_view::npos &&
+            p.find("://") == std::string_view::npos) {
           trail_.AddFile(p);
         }
         break;

@@ -122,8 +122,11 @@ void CutLastTurn(AssemblyState& s) {
     e.cap = -1;  // render again with the new cap
     s.tail_cap[largest] = next;
     s.tail = TailTokens(s);
-    if (e.tokens >= before) done[largest] = 1;
-    r.last_turn_truncated = true;
+    if (e.tokens >= before) {
+      done[largest] = 1;
+    } else {
+      r.last_turn_truncated = true;
+    }
   }
 }
 

@@ -36,7 +36,8 @@ constexpr int kAssistantCutRounds = 4;
 // An assistant message of an oversized last turn (a file written whole in a tool call's
 // arguments, a long answer): its text and its calls' arguments share `cap`, the longest
 // cut first to one common length (CutLevel), the arguments kept one JSON document; null
-// when they fit `cap` as they are.
+// when they fit `cap` as they are, or when no cut makes them shorter (values shorter than
+// a marker).
 std::unique_ptr<Message> CutAssistant(const Message& m, int64_t cap,
                                       const MessageTokenCounter& counter) {
   const std::string text = m.PlainText();
@@ -46,30 +47,31 @@ std::unique_ptr<Message> CutAssistant(const Message& m, int64_t cap,
   for (int64_t n : sizes) whole += n;
   if (whole <= cap) return nullptr;
   auto out = std::make_unique<Message>(m);
-  int64_t budget = cap;
+  int64_t budget = cap, sent = whole;
   for (int round = 0; round < kAssistantCutRounds; ++round) {
     const int64_t level = CutLevel(sizes, budget);
-    int64_t sent = 0;
-    if (sizes[0] > level) {
-      TruncatedText t = TruncateMiddleOut(text, level, counter, /*list_cut_reports=*/true);
+    TruncatedText t;
+    if (sizes[0] > level) t = TruncateMiddleOut(text, level, counter, /*list_cut_reports=*/true);
+    if (t.truncated && t.tokens < sizes[0]) {  // a marker longer than a short text: keep it
       *out = WithText(m, std::move(t.text));
-      sent += t.tokens;
+      sent = t.tokens;
     } else {
       *out = m;
-      sent += sizes[0];
+      sent = sizes[0];
     }
     for (size_t i = 0; i < m.tool_calls.size(); ++i) {
       if (sizes[i + 1] <= level) {
         sent += sizes[i + 1];
         continue;
       }
-      TruncatedText t = TruncateToolArguments(m.tool_calls[i].arguments, level, counter);
-      out->tool_calls[i].arguments = std::move(t.text);
-      sent += t.tokens;
+      TruncatedText a = TruncateToolArguments(m.tool_calls[i].arguments, level, counter);
+      out->tool_calls[i].arguments = std::move(a.text);
+      sent += a.tokens;
     }
     if (sent <= cap || level == 0) break;
     budget -= sent - cap;
   }
+  if (sent >= whole) return nullptr;
   return out;
 }
 

@@ -222,11 +222,11 @@ bool ErrorWordAt(std::string_view s, size_t i) {
   if (PhraseAt(s, i)) return true;  // ReportsError's phrases, found by their trigrams
   switch (c) {
     case 'e':
-      // npm's "ERR!"; pnpm's "ERR_PNPM_..." codes opening a line (in code, an ERR_ constant
+      // npm's "ERR!"; pnpm's "ERR_PNPM_..." codes opening a line (in code, such a constant
       // is only named)
       if (s[i] == 'E' && word_start &&
           (s.substr(i).starts_with("ERR!") ||
-           (s.substr(i).starts_with("ERR_") && OpensLine(s, i)))) {
+           (s.substr(i).starts_with("ERR_PNPM_") && OpensLine(s, i)))) {
         return true;
       }
       if (HasAt(s, i, "error")) {
@@ -380,9 +380,14 @@ size_t DigitsAt(std::string_view s, size_t pos) {
 // "Error: null".
 bool SaysNone(std::string_view line) {
   const size_t colon = line.find(':');
-  if (colon == std::string_view::npos || line.substr(0, colon).find(' ') != line.npos) {
-    return false;
+  if (colon == std::string_view::npos) return false;
+  // A field named for errors, not an exception's name ("KeyError: 0" reports one).
+  const std::string_view head = line.substr(0, colon);
+  bool field = false;
+  for (std::string_view name : {"error", "errors", "err", "stderr", "failures"}) {
+    field = field || (head.size() == name.size() && HasAt(head, 0, name));
   }
+  if (!field) return false;
   const std::string_view value = Trim(line.substr(colon + 1));
   for (std::string_view none : {"(none)", "none", "null", "nil", "0", "[]", "{}", "n/a", "-"}) {
     if (value.size() == none.size() && HasAt(value, 0, none)) return true;
@@ -415,14 +420,19 @@ bool ErrorCodeReport(std::string_view line) {
 // "Failed Api.Tests.Rounds [12 ms]", npm 10's "npm error ...", pnpm's "ERR_PNPM_... ",
 // yarn's "error Command failed ...", .NET's "Unhandled exception. System.X: ...".
 bool VerdictLine(std::string_view line) {
-  if (line.starts_with("not ok ")) return DigitsAt(line, 7) > 0;
+  if (line.starts_with("not ok ")) {  // but not a test marked TODO or SKIP
+    const size_t directive = line.find(" # ");
+    return DigitsAt(line, 7) > 0 &&
+           (directive == std::string_view::npos ||
+            !(HasAt(line, directive + 3, "todo") || HasAt(line, directive + 3, "skip")));
+  }
   if (line.starts_with("npm error ") || line.starts_with("error Command failed") ||
       line.starts_with("Unhandled exception. ")) {
     return true;
   }
   const size_t space = std::min(line.find(' '), line.size());
   const std::string_view first = line.substr(0, space);
-  if (first.size() > 4 && first.starts_with("ERR_") &&
+  if (first.size() > 9 && first.starts_with("ERR_PNPM_") &&
       first.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == first.npos) {
     return true;
   }

@@ -208,6 +208,32 @@ Result<ParsedRequest> ParseChatRequest(std::string_view body) {
   return head;
 }
 
+namespace {
+
+// An assistant message the engine changed (cut, in an oversized last turn), rebuilt from
+// the agent's own: every field it had stays (a provider's signature on a call,
+// `reasoning_content`, ...), with the engine's text and each call's arguments.
+json::object RewrittenAssistant(const json::object& native, const Message& m) {
+  json::object out = native;
+  if (!m.PlainText().empty() || !out.contains("content") || !out["content"].is_null()) {
+    out["content"] = m.PlainText();
+  }
+  json::value* calls = out.if_contains("tool_calls");
+  if (calls == nullptr || !calls->is_array()) return out;
+  for (json::value& c : calls->get_array()) {
+    json::object* call = c.if_object();
+    json::object* fn = call ? (*call)["function"].if_object() : nullptr;
+    if (fn == nullptr) continue;
+    const std::string id = Str(*call, "id");
+    for (const ToolCall& engine : m.tool_calls) {
+      if (engine.id == id) (*fn)["arguments"] = engine.arguments;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string BuildChatRequest(const ParsedRequest& request, const Outgoing& out) {
   const json::object& body = request.body;
   const json::array& list = request.body.at("messages").get_array();
@@ -219,7 +245,16 @@ std::string BuildChatRequest(const ParsedRequest& request, const Outgoing& out) 
         messages.Ref(request.messages[item.index].native,
                      out.raw.Element(request.leading + item.index));
         break;
-      case OutItem::Kind::kRewritten:
+      case OutItem::Kind::kRewritten: {
+        const json::value& native = request.messages[item.index].native;
+        if (item.engine.size() == 1 && item.engine[0].role == Role::kAssistant &&
+            native.is_object()) {
+          messages.Own(RewrittenAssistant(native.get_object(), item.engine[0]));
+          break;
+        }
+        for (const Message& m : item.engine) messages.Own(MessageToJson(m));
+        break;
+      }
       case OutItem::Kind::kInjected:
         for (const Message& m : item.engine) messages.Own(MessageToJson(m));
         break;

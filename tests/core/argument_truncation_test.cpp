@@ -84,6 +84,20 @@ TEST(ArgumentTruncationTest, ArgumentsThatAreNotJsonAreCutAsText) {
   EXPECT_NE(t.text.find("*** End Patch"), std::string::npos);
 }
 
+// Arguments that are one JSON string (a freeform tool's input sent as JSON text) stay one.
+TEST(ArgumentTruncationTest, AJsonStringStaysAJsonString) {
+  const MessageTokenCounter counter = BytesCounter();
+  const std::string args = json::serialize(json::value(Code(5000)));
+  TruncatedText t = TruncateToolArguments(args, 1000, counter);
+  ASSERT_TRUE(t.truncated);
+  EXPECT_LE(t.tokens, 1000);
+  boost::system::error_code ec;
+  json::value doc = json::parse(t.text, ec);
+  ASSERT_FALSE(ec) << t.text.substr(0, 100);
+  ASSERT_TRUE(doc.is_string());
+  EXPECT_NE(std::string(doc.as_string()).find("[...truncated "), std::string::npos);
+}
+
 // Values shorter than a marker would only grow: the arguments go whole, not truncated,
 // and the caller sees their count over the cap.
 TEST(ArgumentTruncationTest, ValuesShorterThanTheMarkerAreNotCut) {

@@ -109,6 +109,9 @@ TEST(AssemblyTailTest, AMessageNoCutShrinksIsPassedOverForTheNextLargest) {
   EXPECT_EQ(ctx->messages[1].tool_calls[0].arguments, args);
   EXPECT_EQ(ctx->messages[3].tool_calls[0].arguments, args);
   EXPECT_NE(ctx->messages[2].PlainText().find("[...truncated "), std::string::npos);
+  // Only what was cut is reported so.
+  ASSERT_EQ(ctx->report.truncated.size(), 1u);
+  EXPECT_EQ(ctx->report.truncated[0].seq, 3);
 }
 
 // A paste a little over the room keeps nearly all of the room, not one tool output's cap.

@@ -58,6 +58,30 @@ TEST(ChatWire, UntouchedMessagesGoOutAsSentAndRewrittenOnesInTheApisShape) {
   EXPECT_EQ(sent.at("stream_options").at("include_usage"), true);
 }
 
+// An assistant message the engine cut keeps every field the agent sent with it (Gemini's
+// thought signature on a call, reasoning_content), with the cut arguments.
+TEST(ChatWire, ACutAssistantMessageKeepsItsOwnFieldsWithTheArgumentsAsCut) {
+  constexpr std::string_view kSigned = R"({"model": "gemini-3-pro", "messages": [
+    {"role": "user", "content": "write it"},
+    {"role": "assistant", "content": null, "reasoning_content": "plan",
+     "tool_calls": [{"id": "c9", "type": "function",
+       "function": {"name": "write", "arguments": "{\"path\":\"a.py\",\"content\":\"long\"}"},
+       "extra_content": {"google": {"thought_signature": "sig=="}}}]}]})";
+  Result<ParsedRequest> r = ParseChatRequest(kSigned);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Message cut = r->messages[1].engine.at(0);
+  cut.tool_calls.at(0).arguments = R"({"path":"a.py","content":"l[...truncated 1 tokens...]"})";
+  Outgoing out;
+  out.items.push_back(OutItem{OutItem::Kind::kNative, 0, {}});
+  out.items.push_back(OutItem{OutItem::Kind::kRewritten, 1, {cut}});
+  json::value sent = json::parse(BuildChatRequest(*r, out));
+  EXPECT_EQ(sent.at("messages").at(1), json::parse(R"({"role": "assistant", "content": null,
+      "reasoning_content": "plan", "tool_calls": [{"id": "c9", "type": "function",
+      "function": {"name": "write",
+        "arguments": "{\"path\":\"a.py\",\"content\":\"l[...truncated 1 tokens...]\"}"},
+      "extra_content": {"google": {"thought_signature": "sig=="}}}]})"));
+}
+
 TEST(ChatWire, AStreamWithToolCallDeltasAndAUsageChunkIsRebuilt) {
   const std::string stream =
       "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
