@@ -109,12 +109,39 @@ const StoredMessage* FindSeq(const std::vector<StoredMessage>& window, int64_t s
   return it != window.end() && it->seq == seq ? &*it : nullptr;
 }
 
-// How `sent` derives from `stored` as a cut of its text (WithText), if it does.
-std::optional<TextCut> CutOf(const Message& stored, const Message& sent) {
-  TextCut cut = DiffCut(stored.PlainText(), sent.PlainText());
-  std::optional<std::string> text = ApplyCut(stored.PlainText(), cut);
-  if (!text || !(assembly::WithText(stored, std::move(*text)) == sent)) return std::nullopt;
-  return cut;
+// `stored` with its text cut (WithText) and the arguments of its calls cut; nullopt when a
+// cut does not apply.
+std::optional<Message> ApplyCuts(const Message& stored, const TextCut& cut,
+                                 const std::vector<std::pair<size_t, TextCut>>& call_cuts) {
+  std::optional<Message> out = stored;
+  if (!cut.whole()) {
+    std::optional<std::string> text = ApplyCut(stored.PlainText(), cut);
+    if (!text) return std::nullopt;
+    out = assembly::WithText(stored, std::move(*text));
+  }
+  for (const auto& [index, call_cut] : call_cuts) {
+    if (index >= out->tool_calls.size()) return std::nullopt;
+    std::optional<std::string> arguments = ApplyCut(out->tool_calls[index].arguments, call_cut);
+    if (!arguments) return std::nullopt;
+    out->tool_calls[index].arguments = std::move(*arguments);
+  }
+  return out;
+}
+
+// How `sent` derives from `stored` as a cut of its text (WithText) and of its calls'
+// arguments, into `part`; false when it does not.
+bool CutOf(const Message& stored, const Message& sent, ContextPart& part) {
+  if (stored.tool_calls.size() != sent.tool_calls.size()) return false;
+  part.cut = DiffCut(stored.PlainText(), sent.PlainText());
+  part.call_cuts.clear();
+  for (size_t i = 0; i < stored.tool_calls.size(); ++i) {
+    if (stored.tool_calls[i].arguments != sent.tool_calls[i].arguments) {
+      part.call_cuts.emplace_back(
+          i, DiffCut(stored.tool_calls[i].arguments, sent.tool_calls[i].arguments));
+    }
+  }
+  std::optional<Message> rebuilt = ApplyCuts(stored, part.cut, part.call_cuts);
+  return rebuilt && *rebuilt == sent;
 }
 
 void AddHistoryPart(const StoredMessage& stored, const Message& sent, ContextComposition& c) {
@@ -133,10 +160,9 @@ void AddHistoryPart(const StoredMessage& stored, const Message& sent, ContextCom
   } else {
     part.kind = PartKind::kTruncated;
     part.original_tokens = stored.tokens;
-    std::optional<TextCut> cut = CutOf(stored.message, sent);
-    if (cut) {
-      part.cut = std::move(*cut);
-    } else {
+    if (!CutOf(stored.message, sent, part)) {
+      part.cut = {};
+      part.call_cuts.clear();
       c.complete = false;
     }
   }
@@ -234,13 +260,10 @@ ContextComposition Compose(const ContextInput& in, const std::vector<StoredMessa
     part.kind = PartKind::kNew;
     part.seq = next_seq;
     part.hash = MessageHash(*in.new_message);
-    if (!(out[i] == *in.new_message)) {
-      std::optional<TextCut> cut = CutOf(*in.new_message, out[i]);
-      if (cut) {
-        part.cut = std::move(*cut);
-      } else {
-        c.complete = false;
-      }
+    if (!(out[i] == *in.new_message) && !CutOf(*in.new_message, out[i], part)) {
+      part.cut = {};
+      part.call_cuts.clear();
+      c.complete = false;
     }
     c.parts.push_back(std::move(part));
     ++i;
@@ -305,12 +328,6 @@ std::optional<Message> Stored(const RebuildSources& src, int64_t seq) {
 }
 
 // A message rebuilt as `cut` of the stored one (nullopt when that does not apply).
-std::optional<Message> Cut(const Message& stored, const TextCut& cut) {
-  if (cut.whole()) return stored;
-  std::optional<std::string> text = ApplyCut(stored.PlainText(), cut);
-  if (!text) return std::nullopt;
-  return assembly::WithText(stored, std::move(*text));
-}
 
 void RebuildPart(const ContextPart& p, const RebuildSources& src,
                  std::vector<RebuiltMessage>& out) {
@@ -355,12 +372,14 @@ void RebuildPart(const ContextPart& p, const RebuildSources& src,
     case PartKind::kTruncated:
       r.entry = "truncated";
       r.original_tokens = p.original_tokens;
-      if (std::optional<Message> m = Stored(src, p.seq)) r.message = Cut(*m, p.cut);
+      if (std::optional<Message> m = Stored(src, p.seq)) {
+        r.message = ApplyCuts(*m, p.cut, p.call_cuts);
+      }
       break;
     case PartKind::kNew:
       r.entry = "new";
       if (std::optional<Message> m = Stored(src, p.seq); m && MessageHash(*m) == p.hash) {
-        r.message = Cut(*m, p.cut);
+        r.message = ApplyCuts(*m, p.cut, p.call_cuts);
       }
       break;
   }

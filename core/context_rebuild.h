@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/assembler.h"
@@ -69,6 +70,9 @@ struct ContextPart {
   TextCut cut;                  // task, truncated, new
   int64_t original_tokens = 0;  // truncated: the message as stored
   std::string hash;             // new: first 16 hex digits of the SHA-256 of its JSON
+  // truncated, new: the cuts of tool-call arguments (an assistant message of an oversized
+  // last turn), as (the call's index, the cut of its arguments); empty when none was cut.
+  std::vector<std::pair<size_t, TextCut>> call_cuts;
 };
 
 struct ContextComposition {
@@ -120,6 +124,5 @@ struct RebuiltMessage {
 // The message list `c` describes, from `sources`. Rebuilding the composition of a
 // context whose sources are unchanged gives its message list exactly.
 std::vector<RebuiltMessage> Rebuild(const ContextComposition& c, const RebuildSources& sources);
-
 
 }  // namespace missy

@@ -41,6 +41,37 @@ bool GetCut(const json::array& a, size_t i, TextCut& cut) {
          cut.head >= 0 && cut.tail >= 0;
 }
 
+// The cuts of a message's tool-call arguments, as a last element {"calls": [[index, head,
+// middle, tail], ...]} (an object, so that a whole text before it is told from a cut).
+void PutCallCuts(json::array& a, const std::vector<std::pair<size_t, TextCut>>& cuts) {
+  if (cuts.empty()) return;
+  json::array calls;
+  for (const auto& [index, cut] : cuts) {
+    calls.push_back(
+        json::array{static_cast<int64_t>(index), cut.head, json::string(cut.middle), cut.tail});
+  }
+  a.push_back(json::object{{"calls", std::move(calls)}});
+}
+
+// The call cuts of a part's last element, taken off `a` (absent: none).
+bool TakeCallCuts(json::array& a, std::vector<std::pair<size_t, TextCut>>& cuts) {
+  if (a.empty() || !a.back().is_object()) return true;
+  const json::value* calls = a.back().as_object().if_contains("calls");
+  if (calls == nullptr || !calls->is_array()) return false;
+  for (const json::value& v : calls->as_array()) {
+    const json::array* c = v.if_array();
+    int64_t index = -1;
+    TextCut cut;
+    if (c == nullptr || !GetInt(*c, 0, index) || index < 0 || index > (1 << 16) ||
+        !GetCut(*c, 1, cut) || cut.whole()) {
+      return false;
+    }
+    cuts.emplace_back(static_cast<size_t>(index), std::move(cut));
+  }
+  a.pop_back();
+  return true;
+}
+
 Result<ContextComposition> CompositionFromObject(const json::object& o);
 
 Status Bad(const std::string& what) {
@@ -86,10 +117,12 @@ std::string CompositionToJson(const ContextComposition& c) {
       case PartKind::kTruncated:
         a = {"x", p.seq, p.original_tokens};
         PutCut(a, p.cut);
+        PutCallCuts(a, p.call_cuts);
         break;
       case PartKind::kNew:
         a = {"n", p.seq, json::string(p.hash)};
         PutCut(a, p.cut);
+        PutCallCuts(a, p.call_cuts);
         break;
     }
     parts.push_back(std::move(a));
@@ -157,8 +190,8 @@ Result<ContextComposition> CompositionFromObject(const json::object& o) {
     if (!item.is_array() || item.as_array().empty() || !item.as_array()[0].is_string()) {
       return Bad("part");
     }
-    const json::array& a = item.as_array();
-    const std::string_view tag = a[0].as_string();
+    json::array a = item.as_array();
+    const std::string tag(a[0].as_string());
     ContextPart p;
     bool ok = false;
     if (tag == "t") {
@@ -177,12 +210,14 @@ Result<ContextComposition> CompositionFromObject(const json::object& o) {
       ok = GetInt(a, 1, p.seq);
     } else if (tag == "x") {
       p.kind = PartKind::kTruncated;
-      ok = GetInt(a, 1, p.seq) && GetInt(a, 2, p.original_tokens) && GetCut(a, 3, p.cut);
+      ok = TakeCallCuts(a, p.call_cuts) && GetInt(a, 1, p.seq) && GetInt(a, 2, p.original_tokens) &&
+           GetCut(a, 3, p.cut);
     } else if (tag == "n") {
       p.kind = PartKind::kNew;
-      ok = GetInt(a, 1, p.seq) && GetString(a, 2, p.hash) && GetCut(a, 3, p.cut);
+      ok = TakeCallCuts(a, p.call_cuts) && GetInt(a, 1, p.seq) && GetString(a, 2, p.hash) &&
+           GetCut(a, 3, p.cut);
     }
-    if (!ok) return Bad("part '" + std::string(tag) + "'");
+    if (!ok) return Bad("part '" + tag + "'");
     c.parts.push_back(std::move(p));
   }
   if (const json::value* complete = o.if_contains("complete"); complete && complete->is_bool()) {
