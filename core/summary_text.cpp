@@ -283,8 +283,31 @@ bool IsErrorLine(std::string_view s) {
   return false;
 }
 
+namespace {
+
+// Cline's and Roo Code's header of a tool's result sent as a user message: a first line
+// "[execute_command for 'npm test'] Result:" (or "[read_file for 'a.py'] Result:").
+bool ResultHeader(std::string_view text) {
+  const std::string_view first = text.substr(0, text.find('\n'));
+  return first.size() > 10 && first.front() == '[' && first.ends_with("] Result:");
+}
+
+}  // namespace
+
 std::string_view ObservationBody(std::string_view text) {
   text = Trim(text);
+  if (ResultHeader(text)) {
+    const size_t nl = text.find('\n');
+    text = nl == std::string_view::npos ? std::string_view() : Trim(text.substr(nl + 1));
+    // The editor's state the agent appends to every message is not the tool's output, nor
+    // its "Command executed." and "Output:" lines before a command's.
+    if (const size_t env = text.find("<environment_details>"); env != std::string_view::npos) {
+      text = Trim(text.substr(0, env));
+    }
+    for (std::string_view line : {"Command executed.", "Output:"}) {
+      if (text.starts_with(line)) text = Trim(text.substr(line.size()));
+    }
+  }
   if (text.starts_with("<returncode>")) {
     const size_t end = text.find("</returncode>");
     if (end != std::string_view::npos) text = Trim(text.substr(end + 13));
@@ -309,7 +332,7 @@ bool ToolOutputInUserMessage(std::string_view text) {
        {"<returncode>", "<output>", "OBSERVATION:", "Observation:", "EXECUTION RESULT"}) {
     if (text.starts_with(frame)) return true;
   }
-  return false;
+  return ResultHeader(text);
 }
 
 namespace {

@@ -71,9 +71,11 @@ std::string_view WithoutStamps(std::string_view line);
 // Whether a user message is a command's output that an agent sends back as a user message
 // rather than a tool result: it opens with such an agent's frame (mini-swe-agent's
 // "<returncode>"/"<output>", SWE-agent's "OBSERVATION:", a ReAct loop's "Observation:",
-// OpenHands' "EXECUTION RESULT").
+// OpenHands' "EXECUTION RESULT", Cline's and Roo Code's "[execute_command for '...']
+// Result:").
 bool ToolOutputInUserMessage(std::string_view text);
-// Such a message without its frame: the command's output alone.
+// Such a message without its frame: the command's output alone (without the editor state
+// Cline appends, "<environment_details>...").
 std::string_view ObservationBody(std::string_view text);
 // A line of a numbered file listing ("12→ code" from an editor's view, "12\tcode" from
 // cat -n, "12:code", not a time such as "10:42:01"): source code, whose words name no

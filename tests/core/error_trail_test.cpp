@@ -161,6 +161,22 @@ TEST(ErrorTrail, AnOutputSentAsAUserMessageIsReadAsATools) {
   EXPECT_EQ(ObservationBody("OBSERVATION:\n  ls: x: No such file"), "ls: x: No such file");
   EXPECT_EQ(ObservationBody("EXECUTION RESULT of [execute_bash]:\nok\n[exit code 0]"),
             "ok\n[exit code 0]");
+  // Cline's and Roo Code's result header, and the editor state Cline appends.
+  const std::string cline =
+      "[execute_command for 'npm test'] Result:\nCommand executed.\nOutput:\nnpm error code "
+      "1\n\n<environment_details>\n# VSCode Visible Files\nsrc/a.ts\n</environment_details>";
+  EXPECT_TRUE(extractive::ToolOutputInUserMessage(cline));
+  EXPECT_EQ(ObservationBody(cline), "npm error code 1");
+  EXPECT_FALSE(extractive::ToolOutputInUserMessage("[Important] Result: keep the API stable"));
+  // Summarized as a tool's output, not as what the user asked.
+  const ExtractiveSummary cs = SummarizeMessages(
+      StoredMessages({Message::User("<task>fix the build</task>"),
+                      Message::Assistant("<execute_command><command>npm test</command>"
+                                         "</execute_command>"),
+                      Message::User(cline)}),
+      "", options, HeuristicCounter());
+  EXPECT_NE(cs.text.find("[tool] npm error code 1"), std::string::npos) << cs.text;
+  EXPECT_EQ(cs.text.find("] Result:"), std::string::npos) << cs.text;
 }
 
 // A service log repeats one error with a new time stamp each time: in the parts of an
