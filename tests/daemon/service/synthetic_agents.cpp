@@ -8,7 +8,8 @@
 // TypeScript monorepo on pnpm, tsc and node's own test runner (TAP) worked by an agent with
 // Gemini CLI's tools (run_shell_command, whose every output is framed: "Stdout: ...",
 // "Stderr: ...", "Error: (none)", "Exit Code: 1"), and a C# service on dotnet build and
-// xUnit worked by an agent with Claude Code's tool names (Bash, Read, Edit, Grep).
+// xUnit worked by an agent with Claude Code's tool names (Bash, Read, Edit, Grep), and a
+// Python session from Cline's XML tools, whose results come back as user messages.
 namespace missy::testing {
 
 using namespace synthetic;
@@ -300,6 +301,129 @@ SyntheticSession CsharpDotnetSession() {
   }
   b.Say("Build and tests pass.");
   return {"csharp-dotnet", b.Take()};
+}
+
+namespace {
+
+// --- Python from Cline's XML tools: results come back as user messages ----------------
+
+// One tool use of such an agent: its thinking and the call as XML in its text, and the
+// result as the next user message, under Cline's header and above the editor's state.
+void ClineTool(Builder& b, const std::string& thought, const std::string& call,
+               const std::string& header, const std::string& result, const std::string& file) {
+  b.Say(thought + "\n\n" + call);
+  b.User("[" + header + "] Result:\n" + result +
+         "\n\n<environment_details>\n# VSCode Visible Files\n" + file +
+         "\n\n# Current Time\n11/20/2026, 10:" + std::to_string(10 + b.rng().Below(50)) +
+         " AM (UTC)\n</environment_details>");
+}
+
+void ClineCommand(Builder& b, const std::string& thought, const std::string& command,
+                  const std::string& output) {
+  ClineTool(b, thought,
+            "<execute_command>\n<command>" + command +
+                "</command>\n<requires_approval>false</requires_approval>\n</execute_command>",
+            "execute_command for '" + command + "'", "Command executed.\nOutput:\n" + output,
+            "src/orders/total.py");
+}
+
+std::string Pytest(Builder& b, const std::vector<Problem>& open) {
+  std::string out =
+      "============================= test session starts ==============================\n"
+      "collected 38 items\n\n";
+  for (int i = 0; i < 4; ++i)
+    out += "tests/test_" + b.rng().Of(kWords) + ".py ........  [ 2" + std::to_string(i) + "%]\n";
+  if (open.empty())
+    return out +
+           "\n============================== 38 passed in 1.42s ==============================\n";
+  out += "\n=================================== FAILURES ===================================\n";
+  for (const Problem& p : open) out += p.block + "\n";
+  return out +
+         "=========================== short test summary info ============================\n" +
+         std::to_string(open.size()) + " failed, " + std::to_string(38 - open.size()) +
+         " passed in 1.7" + std::to_string(b.rng().Below(10)) + "s\n";
+}
+
+}  // namespace
+
+SyntheticSession PythonClineSession() {
+  Builder b(
+      "You are Cline, a highly skilled software engineer. Use one tool per message, in "
+      "XML, and wait for its result.",
+      107);
+  b.User(
+      "<task>\nOrder totals are off by a cent and the nightly import crashes. Fix src/orders "
+      "so that `python -m pytest -q` and `mypy src` pass.\n</task>\n\n<environment_details>\n"
+      "# VSCode Visible Files\nsrc/orders/total.py\n\n# Current Working Directory "
+      "(/home/dev/shop) Files\npyproject.toml\nsrc/\ntests/\n</environment_details>");
+  std::vector<Problem> open = {
+      {"src/orders/importer.py",
+       "_____________________________ test_nightly_import _____________________________\n"
+       "    def test_nightly_import(db):\n>       run_import(db, 'fixtures/orders.csv')\n"
+       "E   sqlite3.OperationalError: no such table: orders\n\nsrc/orders/importer.py:27: "
+       "OperationalError"},
+      {"src/orders/total.py",
+       "____________________________ test_rounds_half_up ______________________________\n"
+       "E   AssertionError: assert Decimal('10.04') == Decimal('10.05')\n"
+       "FAILED tests/test_total.py::test_rounds_half_up - AssertionError: assert "
+       "Decimal('10.04') == Decimal('10.05')"},
+      {"src/orders/dates.py",
+       "______________________ ERROR collecting tests/test_dates.py ______________________\n"
+       "E   ModuleNotFoundError: No module named 'dateutil'"},
+  };
+  const std::vector<std::string> files = {"src/orders/importer.py", "src/orders/total.py",
+                                          "src/orders/dates.py", "tests/test_total.py",
+                                          "src/orders/models.py"};
+  ClineCommand(b, "<thinking>Run the tests first.</thinking>", "python -m pytest -q",
+               Pytest(b, open));
+  int round = 0;
+  while (!open.empty()) {
+    const Problem p = open.front();
+    for (int k = 0; k < 6; ++k) {
+      const std::string& f = k == 0 ? p.file : files[b.rng().Below(files.size())];
+      ClineTool(b, "<thinking>Read " + f + ".</thinking>",
+                "<read_file>\n<path>" + f + "</path>\n</read_file>", "read_file for '" + f + "'",
+                "<file><path>" + f + "</path>\n<content>\n" + b.Code(Lang::kPython, 140, 1) +
+                    "</content>\n</file>",
+                f);
+      ClineTool(b, "<thinking>Where else is it used?</thinking>",
+                "<search_files>\n<path>src</path>\n<regex>" + b.rng().Of(kWords) +
+                    "</regex>\n</search_files>",
+                "search_files for '" + b.rng().Of(kWords) + "'",
+                "Found 6 results.\n\n" + b.Code(Lang::kPython, 18, 1), f);
+      if (k % 3 == 2)
+        ClineCommand(b, "<thinking>Again.</thinking>", "python -m pytest -q", Pytest(b, open));
+    }
+    if (round == 0) {
+      ClineCommand(b, "<thinking>Lint it.</thinking>", "ruff check src",
+                   "bash: ruff: command not found\n");
+      ClineTool(b, "<thinking>Check the rounding modes.</thinking>",
+                "<web_fetch>\n<url>https://docs.python.org/3/library/decimal.html#rounding-modes"
+                "</url>\n</web_fetch>",
+                "web_fetch for 'https://docs.python.org/3/library/decimal.html#rounding-modes'",
+                b.Prose(5), "src/orders/total.py");
+      ClineCommand(b, "<thinking>Type check.</thinking>", "mypy src",
+                   "src/orders/total.py:41: error: Incompatible return value type (got \"str\", "
+                   "expected \"Decimal\")  [return-value]\nFound 1 error in 1 file (checked 12 "
+                   "source files)\n");
+    }
+    if (round == 1) b.Say("src/orders/legacy.py rounds the old way; it is not imported anywhere.");
+    ClineTool(b, "<thinking>Fix it.</thinking>",
+              "<replace_in_file>\n<path>" + p.file +
+                  "</path>\n<diff>\n------- SEARCH\n# before\n=======\n# after\n+++++++ "
+                  "REPLACE\n</diff>\n</replace_in_file>",
+              "replace_in_file for '" + p.file + "'",
+              "The content was successfully saved to " + p.file + ".", p.file);
+    open.erase(open.begin());
+    ClineCommand(b, "<thinking>Run the tests.</thinking>", "python -m pytest -q", Pytest(b, open));
+    ++round;
+  }
+  ClineCommand(b, "<thinking>And the types.</thinking>", "mypy src",
+               "Success: no issues found in 12 source files\n");
+  b.Say(
+      "<attempt_completion>\n<result>Totals round half up, the import creates its table, "
+      "and the tests and mypy pass.</result>\n</attempt_completion>");
+  return {"python-cline", b.Take()};
 }
 
 }  // namespace missy::testing

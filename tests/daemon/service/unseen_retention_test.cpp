@@ -47,7 +47,9 @@
 // and after the rules of commit "Verdicts and codes of more runners ...": ts-pnpm-gemini
 // 21/26 -> 26/26 (Gemini CLI's "absolute_path" and a fetch's prompt naming its URL, TAP's
 // "not ok", pnpm's ERR_PNPM_ after a "Stderr: " frame), csharp-dotnet 19/20 -> 20/20 (a
-// solution file).
+// solution file). python-cline (Cline's XML tools, results as user messages under "[tool
+// for '...'] Result:"), added after: 14/14 with the rules before and after its header was
+// read as a tool's (it is short; the header rule changes how its results are summarized).
 // MISSY_RETENTION_DEBUG=1 prints what is missing (MISSY_RETENTION_DUMP=1 also the last
 // context, MISSY_RETENTION_TRACE=1 every context); MISSY_SYNTHETIC_ONLY=name replays one
 // session; MISSY_SYNTHETIC_DUMP=dir writes each
@@ -90,13 +92,14 @@ bool PathLike(std::string_view t) {
   return t.size() >= 4 && t.find("..") == std::string_view::npos;
 }
 
-// Paths and URLs named in `text`; URLs whole (up to a blank, quote or closing bracket).
+// Paths and URLs named in `text`; URLs whole (up to a blank, a quote, a closing bracket or
+// a markup tag's "<").
 void CollectFiles(std::string text, std::set<std::string>& out) {
   for (size_t at = text.find("http"); at != std::string::npos; at = text.find("http", at + 1)) {
     if (!(text.compare(at, 7, "http://") == 0 || text.compare(at, 8, "https://") == 0)) continue;
     size_t end = at;
     while (end < text.size() && !std::isspace(static_cast<unsigned char>(text[end])) &&
-           std::string_view("\"'`)]>,").find(text[end]) == std::string_view::npos) {
+           std::string_view("\"'`)]<>,").find(text[end]) == std::string_view::npos) {
       ++end;
     }
     size_t last = end;  // a sentence's final punctuation is not the URL's
@@ -266,7 +269,12 @@ class UnseenRetentionTest : public ServiceFixture {
       }
       // An agent that sends a command's output back as a user message (`<returncode>`):
       // that message is what a tool printed.
-      const bool observation = m.role == Role::kUser && m.PlainText().starts_with("<returncode>");
+      const std::string text = m.PlainText();
+      const std::string first = text.substr(0, text.find('\n'));
+      const bool observation =
+          m.role == Role::kUser &&
+          (text.starts_with("<returncode>") ||
+           (first.starts_with("[") && first.ends_with("] Result:")));  // Cline's
       if ((m.role == Role::kUser && !observation) || m.role == Role::kAssistant) {
         CollectFiles(m.PlainText(), files);
       }
