@@ -30,8 +30,9 @@
 // "error" before a code ("error TS5083:", "error CS0103:"), after a shell tool's "Stdout: "
 // or "Stderr: " frame; not a field saying there was none ("Error: (none)") nor a count
 // ("Found 2 errors in 2 files.": it sums up the reports above it). An agent's user message that
-// carries a command's output (`<returncode>`) is what a tool printed. An error is the first 60
-// characters of its line (leading blanks removed), found verbatim in the context.
+// carries a command's output (`<returncode>`, or Cline's "[execute_command for '...']
+// Result:") is what a tool printed. An error is the first 60 characters of its line
+// (leading blanks removed), found verbatim in the context.
 //
 // Files and errors in view, before and after the rules of issue 29 (error shapes of more
 // toolchains, error lines kept as printed and read from the middle of long outputs, URLs
