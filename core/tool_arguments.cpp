@@ -13,31 +13,41 @@ using namespace extractive;
 
 namespace {
 
-bool IsPathKey(std::string_view k) {
+// What a key's value is to the trail. Keys are compared lower case without '_' and '-',
+// so "file_path", "filePath" (OpenCode) and "FilePath" are one key.
+enum class KeyRole { kNone, kPath, kCommand, kPatch, kUrl, kText };
+
+KeyRole RoleOf(std::string_view key) {
+  char buf[24];
+  size_t n = 0;
+  for (char c : key) {
+    if (c == '_' || c == '-') continue;
+    if (n == sizeof buf) return KeyRole::kNone;
+    buf[n++] = static_cast<char>(Lower(static_cast<unsigned char>(c)));
+  }
+  const std::string_view k(buf, n);
   // Gemini CLI's read_file takes "absolute_path", its listings "dir_path"; Codex's shell
-  // "workdir"; Serena's tools "relative_path".
-  static constexpr std::array<std::string_view, 24> kKeys = {
-      "absolute_path", "dest",        "destination",   "dir_path",         "directory",
-      "dst",           "file",        "file_path",     "file_paths",       "filename",
-      "filepath",      "files",       "new_path",      "notebook_path",    "old_path",
-      "path",          "paths",       "relative_path", "source_path",      "src",
-      "target",        "target_file", "workdir",       "working_directory"};
-  return std::find(kKeys.begin(), kKeys.end(), k) != kKeys.end();
-}
-bool IsCommandKey(std::string_view k) {
-  return k == "command" || k == "cmd" || k == "script" || k == "commands" || k == "shell";
-}
-bool IsUrlKey(std::string_view k) {
-  return k == "url" || k == "uri" || k == "urls" || k == "href" || k == "link";
-}
-// The agent's own words to a tool: a sub-agent's task, the prompt of a fetch that names
-// its URLs in it (Gemini CLI's web_fetch), a command's description, a search's query.
-bool IsTextKey(std::string_view k) {
-  return k == "prompt" || k == "description" || k == "query" || k == "question" || k == "message" ||
-         k == "instructions" || k == "task" || k == "reason" || k == "explanation" || k == "goal";
-}
-bool IsPatchKey(std::string_view k) {
-  return k == "patch" || k == "diff" || k == "unified_diff" || k == "input";
+  // "workdir"; Serena's tools "relative_path"; OpenCode's "filePath".
+  static constexpr std::array<std::string_view, 22> kPaths = {
+      "absolutepath", "dest",     "destination", "dirpath",   "directory",    "dst",
+      "file",         "filename", "filepath",    "filepaths", "files",        "newpath",
+      "notebookpath", "oldpath",  "path",        "paths",     "relativepath", "sourcepath",
+      "src",          "target",   "targetfile",  "workdir"};
+  if (std::find(kPaths.begin(), kPaths.end(), k) != kPaths.end() || k == "workingdirectory") {
+    return KeyRole::kPath;
+  }
+  if (k == "command" || k == "cmd" || k == "script" || k == "commands" || k == "shell") {
+    return KeyRole::kCommand;
+  }
+  if (k == "patch" || k == "diff" || k == "unifieddiff" || k == "input") return KeyRole::kPatch;
+  if (k == "url" || k == "uri" || k == "urls" || k == "href" || k == "link") return KeyRole::kUrl;
+  // The agent's own words to a tool: a sub-agent's task, the prompt of a fetch that names
+  // its URLs in it (Gemini CLI's web_fetch), a command's description, a search's query.
+  if (k == "prompt" || k == "description" || k == "query" || k == "question" || k == "message" ||
+      k == "instructions" || k == "task" || k == "reason" || k == "explanation" || k == "goal") {
+    return KeyRole::kText;
+  }
+  return KeyRole::kNone;
 }
 
 // A single pass over the text; recursion is bounded by kMaxParseDepth.
@@ -48,7 +58,7 @@ class Reader {
 
   bool Run() {
     SkipSpace();
-    bool ok = p_ < end_ && *p_ == '{' && Value({}, 0, true);
+    bool ok = p_ < end_ && *p_ == '{' && Value(KeyRole::kNone, 0, true);
     SkipSpace();
     return ok && p_ == end_;
   }
@@ -189,44 +199,44 @@ class Reader {
 
   void Record(Kind kind, std::string&& text) { items_.push_back({kind, std::move(text)}); }
 
-  void StringValue(std::string_view key, std::string&& s) {
-    if (IsPathKey(key)) {
-      Record(Kind::kPath, std::move(s));
-    } else if (IsCommandKey(key)) {
-      Record(shell_ ? Kind::kCommand : Kind::kOtherCommand, std::move(s));
-    } else if (IsPatchKey(key)) {
-      Record(Kind::kPatch, std::move(s));
-    } else if (IsUrlKey(key)) {
-      Record(Kind::kUrl, std::move(s));
-    } else if (IsTextKey(key)) {
-      Record(Kind::kText, std::move(s));
+  void StringValue(KeyRole role, std::string&& s) {
+    switch (role) {
+      case KeyRole::kPath:
+        return Record(Kind::kPath, std::move(s));
+      case KeyRole::kCommand:
+        return Record(shell_ ? Kind::kCommand : Kind::kOtherCommand, std::move(s));
+      case KeyRole::kPatch:
+        return Record(Kind::kPatch, std::move(s));
+      case KeyRole::kUrl:
+        return Record(Kind::kUrl, std::move(s));
+      case KeyRole::kText:
+        return Record(Kind::kText, std::move(s));
+      case KeyRole::kNone:
+        return;
     }
   }
 
-  // A value whose key is `key` at nesting `depth` (the root object is 0). Unless `visit`
+  // A value whose key has `role` at nesting `depth` (the root object is 0). Unless `visit`
   // (under an argv, or deeper than kMaxVisitDepth) it is only checked.
-  bool Value(std::string_view key, int depth, bool visit) {
+  bool Value(KeyRole role, int depth, bool visit) {
     if (depth > kMaxParseDepth || p_ == end_) return false;
     visit = visit && depth <= kMaxVisitDepth;
     const char c = *p_++;
     if (c == '"') {
-      if (!visit || !(IsPathKey(key) || IsCommandKey(key) || IsPatchKey(key) || IsUrlKey(key) ||
-                      IsTextKey(key))) {
-        return SkipString();
-      }
+      if (!visit || role == KeyRole::kNone) return SkipString();
       std::string s;
       if (!ReadString(s)) return false;
-      StringValue(key, std::move(s));
+      StringValue(role, std::move(s));
       return true;
     }
     if (c == '{') return Object(depth, visit);
     if (c == '[') {
-      if (visit && IsCommandKey(key)) return Argv(depth);
+      if (visit && role == KeyRole::kCommand) return Argv(depth);
       SkipSpace();
       if (p_ < end_ && *p_ == ']') return ++p_, true;
       while (true) {
         SkipSpace();
-        if (!Value(key, depth + 1, visit)) return false;
+        if (!Value(role, depth + 1, visit)) return false;
         SkipSpace();
         if (p_ == end_) return false;
         const char d = *p_++;
@@ -250,7 +260,7 @@ class Reader {
       SkipSpace();
       if (p_ == end_ || *p_++ != ':') return false;
       SkipSpace();
-      if (!Value(key, depth + 1, visit)) return false;
+      if (!Value(RoleOf(key), depth + 1, visit)) return false;
       SkipSpace();
       if (p_ == end_) return false;
       const char d = *p_++;
@@ -276,7 +286,7 @@ class Reader {
           if (!ReadString(argv.back())) return false;
         } else {
           all_strings = false;
-          if (!Value({}, depth + 1, false)) return false;
+          if (!Value(KeyRole::kNone, depth + 1, false)) return false;
         }
         SkipSpace();
         if (p_ == end_) return false;

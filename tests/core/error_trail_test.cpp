@@ -239,7 +239,8 @@ TEST(ErrorTrail, UrlsAreFilesKeptWhole) {
   }
 }
 
-// Other agents' argument keys: Gemini CLI's read_file "absolute_path", a fetch whose
+// Other agents' argument keys: Gemini CLI's read_file "absolute_path", OpenCode's
+// camel-case "filePath", a fetch whose
 // prompt names its URL, Codex's "workdir", a sub-agent's task naming a file; and the
 // project files of more toolchains.
 TEST(ErrorTrail, OtherAgentsArgumentKeysAndProjectFilesAreFiles) {
@@ -255,10 +256,13 @@ TEST(ErrorTrail, OtherAgentsArgumentKeysAndProjectFilesAreFiles) {
       Call("c4", "Task",
            R"({"description":"Audit","prompt":"Check src/billing/Tax.cs for rounding"})"),
       Message::ToolResult("c4", "Tax.cs rounds for display only."),
+      Call("c5", "read", R"({"filePath":"/home/dev/app/src/cart.ts"})"),  // OpenCode's key
+      Message::ToolResult("c5", "export {}"),
   });
   const std::vector<std::string> files = ExtractArtifacts(msgs).files;
-  for (const char* file : {"/repo/packages/core/src/round.ts", "https://nodejs.org/api/test.html",
-                           "Api.sln", "/src/Api", "src/billing/Tax.cs"}) {
+  for (const char* file :
+       {"/repo/packages/core/src/round.ts", "https://nodejs.org/api/test.html", "Api.sln",
+        "/src/Api", "src/billing/Tax.cs", "/home/dev/app/src/cart.ts"}) {
     EXPECT_NE(std::find(files.begin(), files.end(), file), files.end()) << file;
   }
 }
