@@ -552,7 +552,8 @@ bool NumberedListingLine(std::string_view line) {
   if (rest.front() == ':') {  // "12:code", but not a time ("10:42:01 ERROR ...")
     return rest.size() == 1 || rest[1] < '0' || rest[1] > '9';
   }
-  return rest.front() == '\t' || rest.starts_with("\u2192");
+  return rest.front() == '\t' || rest.starts_with("\u2192") || rest.starts_with("| ") ||
+         rest.starts_with(" | ");
 }
 
 // Head and tail of a long text (each about `window` bytes, on line boundaries).

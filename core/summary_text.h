@@ -78,8 +78,9 @@ bool ToolOutputInUserMessage(std::string_view text);
 // Cline appends, "<environment_details>...").
 std::string_view ObservationBody(std::string_view text);
 // A line of a numbered file listing ("12→ code" from an editor's view, "12\tcode" from
-// cat -n, "12:code", not a time such as "10:42:01"): source code, whose words name no
-// error a tool printed.
+// cat -n, "12:code", "00012| code" from OpenCode's read, "12 | code" from Cline's and from
+// a compiler's source excerpt; not a time such as "10:42:01"): source code, whose words
+// name no error a tool printed.
 bool NumberedListingLine(std::string_view line);
 
 // Where a pattern may start: the classifiers above and the path scan look only at lines

@@ -73,6 +73,8 @@ TEST(SummaryTrail, ANumberedListingNamesNoErrors) {
   EXPECT_TRUE(extractive::NumberedListingLine("    60→   {:error, reason} -> :error"));
   EXPECT_TRUE(extractive::NumberedListingLine("12\tlogger.error(msg)"));
   EXPECT_TRUE(extractive::NumberedListingLine("7:    raise ValueError(msg)"));
+  EXPECT_TRUE(extractive::NumberedListingLine("00042|     raise ValueError(\"bad\")"));
+  EXPECT_TRUE(extractive::NumberedListingLine("  42 | error: unreachable in tests"));
   EXPECT_FALSE(extractive::NumberedListingLine("2 errors generated."));
   EXPECT_FALSE(extractive::NumberedListingLine("10:42:01.337 [error] worker crashed"));
   EXPECT_FALSE(extractive::NumberedListingLine("src/a.cc:12:3: error: expected ';'"));
