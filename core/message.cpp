@@ -23,7 +23,8 @@ std::string_view RoleName(Role role) {
 }
 
 std::optional<Role> ParseRole(std::string_view name) {
-  if (name == "system") return Role::kSystem;
+  // OpenAI's "developer" is the system role of its newer models: the same instructions.
+  if (name == "system" || name == "developer") return Role::kSystem;
   if (name == "user") return Role::kUser;
   if (name == "assistant") return Role::kAssistant;
   if (name == "tool") return Role::kTool;
@@ -234,7 +235,7 @@ Result<Message> ParseMessage(const json::value& v, std::string_view field_view) 
   std::optional<Role> parsed_role = ParseRole(role->get_string());
   if (!parsed_role) {
     return Status::InvalidArgument("unknown role '" + std::string(role->get_string()) +
-                                       "' (expected system, user, assistant or tool)",
+                                       "' (expected system, developer, user, assistant or tool)",
                                    field + ".role");
   }
   m.role = *parsed_role;

@@ -110,6 +110,14 @@ TEST(MessageTest, AcceptsEmptyOrMissingToolCallIds) {
             R"("function":{"name":"f","arguments":""}}]})");
 }
 
+// OpenAI's newer models take their instructions as "developer": a system message here.
+TEST(MessageTest, ADeveloperMessageIsASystemMessage) {
+  Result<Message> m = Parse(R"({"role":"developer","content":"Be brief."})");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->role, Role::kSystem);
+  EXPECT_EQ(m->PlainText(), "Be brief.");
+}
+
 TEST(MessageTest, ObjectArgumentsAreSerialisedAsText) {
   Result<Message> r = Parse(
       R"({"role":"assistant","tool_calls":[{"id":"c","function":{"name":"f","arguments":{"a":1}}}]})");

@@ -27,7 +27,7 @@ class ErrorMappingTest(DaemonTestCase):
                                                  {"role": "robot", "content": "x"}])
         e = self.assertError(c, errors.InvalidArgument, 400, "invalid_argument", "messages[1].role")
         self.assertEqual(e.message,
-                         "unknown role 'robot' (expected system, user, assistant or tool)")
+                         "unknown role 'robot' (expected system, developer, user, assistant or tool)")
         self.assertIn("[messages[1].role]", str(e))
         self.assertEqual(self.client.get_session("demo")["message_count"], 0)  # nothing stored
 
