@@ -9,7 +9,9 @@
 // Gemini CLI's tools (run_shell_command, whose every output is framed: "Stdout: ...",
 // "Stderr: ...", "Error: (none)", "Exit Code: 1"), and a C# service on dotnet build and
 // xUnit worked by an agent with Claude Code's tool names (Bash, Read, Edit, Grep), and a
-// Python session from Cline's XML tools, whose results come back as user messages.
+// Python session from Cline's XML tools, whose results come back as user messages, and a
+// Go session from OpenCode's tools (camel-case keys, pipe-numbered listings) whose test
+// runs print a new duration each time.
 namespace missy::testing {
 
 using namespace synthetic;
@@ -424,6 +426,100 @@ SyntheticSession PythonClineSession() {
       "<attempt_completion>\n<result>Totals round half up, the import creates its table, "
       "and the tests and mypy pass.</result>\n</attempt_completion>");
   return {"python-cline", b.Take()};
+}
+
+namespace {
+
+// --- Go from OpenCode's tools: camel-case keys, a read's pipe-numbered listing, and test
+// runs whose verdicts carry a new duration every time --------------------------------------
+
+std::string OpenCodeListing(Builder& b, int lines) {
+  std::string out = "<file>\n";
+  const std::string code = b.Code(Lang::kGo, lines, 1);
+  int n = 1;
+  for (size_t at = 0; at < code.size();) {
+    size_t nl = code.find('\n', at);
+    if (nl == std::string::npos) nl = code.size();
+    std::string line = code.substr(at, nl - at);
+    line = line.substr(std::min(line.find('\t') + 1, line.size()));  // cat -n's number off
+    char num[16];
+    std::snprintf(num, sizeof num, "%05d| ", n++);
+    out += num + line + "\n";
+    at = nl + 1;
+  }
+  return out + "</file>";
+}
+
+std::string GoTestTimed(Builder& b, const std::vector<Problem>& open) {
+  auto seconds = [&](int max_ms) {
+    char t[16];
+    std::snprintf(t, sizeof t, "%d.%03ds", 0, static_cast<int>(1 + b.rng().Below(max_ms)));
+    return std::string(t);
+  };
+  std::string out;
+  for (int i = 0; i < 10; ++i)
+    out += "=== RUN   Test" + b.Ident() + "\n--- PASS (" + seconds(9) + ")\n";
+  for (const Problem& p : open) {
+    out += "=== RUN   " + p.block.substr(0, p.block.find('\n')) +
+           "\n--- FAIL: " + p.block.substr(0, p.block.find('\n')) + " (" + seconds(30) + ")\n" +
+           p.block.substr(p.block.find('\n') + 1) + "\n";
+  }
+  if (open.empty()) return out + "PASS\nok  \tgithub.com/acme/clock\t" + seconds(90) + "\n";
+  return out + "FAIL\nFAIL\tgithub.com/acme/clock\t" + seconds(90) + "\nFAIL\n";
+}
+
+}  // namespace
+
+SyntheticSession GoOpenCodeSession() {
+  Builder b(
+      "You are opencode, an interactive CLI tool that helps users with software "
+      "engineering tasks.",
+      113);
+  b.User("The clock package mis-parses durations and schedules. Make `go test ./...` pass.");
+  std::vector<Problem> open = {
+      {"/home/dev/clock/parse.go",
+       "TestParseDuration\n    parse_test.go:31: ParseDuration(\"1m30s\") = 90s, want 1m30s"},
+      {"/home/dev/clock/schedule.go",
+       "TestNextRun\n    schedule_test.go:48: NextRun(\"0 9 * * MON\") = 2026-11-30 08:00, want "
+       "2026-11-30 09:00"},
+      {"/home/dev/clock/zone.go",
+       "TestZoneLoad\n    zone_test.go:12: LoadLocation(\"Europe/Oslo\"): unknown time zone "
+       "Europe/Oslo"},
+  };
+  const std::vector<std::string> files = {
+      "/home/dev/clock/parse.go", "/home/dev/clock/schedule.go", "/home/dev/clock/zone.go",
+      "/home/dev/clock/parse_test.go", "/home/dev/clock/go.mod"};
+  auto run = [&](Builder& bb) {
+    bb.Call("bash", {{"command", "go test ./..."}, {"description", "Runs the tests"}},
+            GoTestTimed(bb, open));
+  };
+  run(b);
+  int round = 0;
+  while (!open.empty()) {
+    for (int k = 0; k < 8; ++k) {
+      const std::string& f = files[b.rng().Below(files.size())];
+      b.Call("read", {{"filePath", f}, {"offset", 0}, {"limit", 200}}, OpenCodeListing(b, 120));
+      b.Call("grep",
+             {{"pattern", b.rng().Of(kWords)}, {"path", "/home/dev/clock"}, {"include", "*.go"}},
+             "Found 3 matches\n" + f + ":\n  Line 12: " + b.Ident() + " := 0\n");
+      if (k % 2 == 1) run(b);
+    }
+    if (round == 0) {
+      b.Call("bash", {{"command", "go vet ./..."}, {"description", "Vets the package"}},
+             "# github.com/acme/clock\n./schedule.go:71:2: unreachable code\n");
+      b.Call("webfetch", {{"url", "https://pkg.go.dev/time#ParseDuration"}, {"format", "markdown"}},
+             b.Prose(4));
+    }
+    if (round == 1) b.Say("/home/dev/clock/legacy/cron.go has its own parser; it is not built.");
+    const std::string fixed = open.front().file;
+    b.Call("edit", {{"filePath", fixed}, {"oldString", "// before"}, {"newString", "// after"}},
+           "Edit applied successfully.", "Fixing " + fixed + ".");
+    open.erase(open.begin());
+    run(b);
+    ++round;
+  }
+  b.Say("All tests pass.");
+  return {"go-opencode", b.Take()};
 }
 
 }  // namespace missy::testing

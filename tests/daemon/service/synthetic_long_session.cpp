@@ -272,7 +272,7 @@ std::vector<SyntheticSession> SyntheticSessions() {
           TypeScriptNpmSession(), ElixirMixSession(),        LongMixedSession(),
           JavaGradleSession(),    CppCmakeSession(),         OpsDeploySession(),
           RubyRspecSession(),     NodeObservationsSession(), TsPnpmGeminiSession(),
-          CsharpDotnetSession(),  PythonClineSession()};
+          CsharpDotnetSession(),  PythonClineSession(),      GoOpenCodeSession()};
 }
 
 std::string ToJsonl(const std::vector<Message>& messages) {

@@ -6,7 +6,7 @@
 // C++ with CMake, an operator's session, Ruby with RSpec, and a Node.js session from an
 // agent that sends outputs back as user messages, and (synthetic_agents.cpp) TypeScript on
 // pnpm and node's TAP runner from an agent with Gemini CLI's tools, and C# on dotnet from
-// one with Claude Code's, and Python from Cline's XML tools. Each is a list of chat messages as a
+// one with Claude Code's, Python from Cline's XML tools and Go from OpenCode's. Each is a list of chat messages as a
 // trajectory file gives them (a system prompt, the user's task, assistant tool calls of
 // bash/read_file/edit_file/write_file/web_fetch, their results), with what real sessions have and
 // the recorded ones lack: one error repeated run after run, errors later fixed, errors a runner
@@ -44,6 +44,7 @@ SyntheticSession NodeObservationsSession();  // `<returncode>` user messages, no
 SyntheticSession TsPnpmGeminiSession();  // Gemini CLI's framed shell outputs, pnpm, TAP
 SyntheticSession CsharpDotnetSession();  // Claude Code's tool names, dotnet build and xUnit
 SyntheticSession PythonClineSession();   // Cline's XML tools, results as user messages
+SyntheticSession GoOpenCodeSession();    // OpenCode's tools, durations new in every run
 
 // All of the above, in that order.
 std::vector<SyntheticSession> SyntheticSessions();

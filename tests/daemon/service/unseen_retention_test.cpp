@@ -51,6 +51,9 @@
 // solution file). python-cline (Cline's XML tools, results as user messages under "[tool
 // for '...'] Result:"), added after: 14/14 with the rules before and after its header was
 // read as a tool's (it is short; the header rule changes how its results are summarized).
+// go-opencode (OpenCode's camel-case keys and pipe-numbered listings; a new duration in
+// every test run's verdicts, each a distinct line to the measure): 47/47 with c9ec42f's
+// rules and after.
 // MISSY_RETENTION_DEBUG=1 prints what is missing (MISSY_RETENTION_DUMP=1 also the last
 // context, MISSY_RETENTION_TRACE=1 every context); MISSY_SYNTHETIC_ONLY=name replays one
 // session; MISSY_SYNTHETIC_DUMP=dir writes each
