@@ -507,7 +507,7 @@ SyntheticSession GoOpenCodeSession() {
     if (round == 0) {
       b.Call("bash", {{"command", "go vet ./..."}, {"description", "Vets the package"}},
              "# github.com/acme/clock\n./schedule.go:71:2: unreachable code\n");
-      b.Call("webfetch", {{"url", "https://pkg.go.dev/time#ParseDuration"}, {"format", "markdown"}},
+      b.Call("webfetch", {{"url", "https://go.dev/doc/effective_go#time"}, {"format", "markdown"}},
              b.Prose(4));
     }
     if (round == 1) b.Say("/home/dev/clock/legacy/cron.go has its own parser; it is not built.");

@@ -286,7 +286,7 @@ SyntheticSession GoModuleSession() {
               "go: cannot find main module, but found .git/config in "
               "/home/dev\n\tto create a module there, run:\n\tgo mod init\n");
     }
-    if (round == 1) bb.Fetch("https://pkg.go.dev/errors#Is", 4);
+    if (round == 1) bb.Fetch("https://go.dev/blog/go1.13-errors", 4);
     if (round == 2) bb.Say("cmd/seed/main.go builds its own store; it needs no change.");
   });
   return {"go-module", b.Take()};
