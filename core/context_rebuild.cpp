@@ -327,8 +327,6 @@ std::optional<Message> Stored(const RebuildSources& src, int64_t seq) {
   return src.message ? src.message(seq) : std::nullopt;
 }
 
-// A message rebuilt as `cut` of the stored one (nullopt when that does not apply).
-
 void RebuildPart(const ContextPart& p, const RebuildSources& src,
                  std::vector<RebuiltMessage>& out) {
   RebuiltMessage r;

@@ -3,8 +3,10 @@
 //   {"system":{"base":HASH,"memory":[[SOURCE,ID,KEEP,TEXT_HASH(,SNIPPET)]...],
 //              "learnings":[[ID,TEXT_HASH]...]},
 //    "parts":[["t",SEQ(,HEAD,MIDDLE,TAIL)], ["s",ID(,1 short)], ["k",FIRST,LAST], ["p",SEQ],
-//             ["x",SEQ,ORIGINAL_TOKENS,HEAD,MIDDLE,TAIL], ["n",SEQ,HASH(,HEAD,MIDDLE,TAIL)]],
+//             ["x",SEQ,ORIGINAL_TOKENS(,HEAD,MIDDLE,TAIL)(,CALLS)],
+//             ["n",SEQ,HASH(,HEAD,MIDDLE,TAIL)(,CALLS)]],
 //    "complete":false (only when false)}
+// where CALLS, the cuts of tool-call arguments, is {"calls":[[INDEX,HEAD,MIDDLE,TAIL]...]}.
 #include <boost/json.hpp>
 
 #include "core/context_rebuild.h"

@@ -286,10 +286,19 @@ bool IsErrorLine(std::string_view s) {
 namespace {
 
 // Cline's and Roo Code's header of a tool's result sent as a user message: a first line
-// "[execute_command for 'npm test'] Result:" (or "[read_file for 'a.py'] Result:").
+// "[execute_command for 'npm test'] Result:" (or "[read_file for 'a.py'] Result:"). Not
+// when what follows is the user's own words, which those agents return the same way (an
+// answer to the agent's question, feedback on its result: "<user_message>", "<answer>",
+// "<feedback>").
 bool ResultHeader(std::string_view text) {
-  const std::string_view first = text.substr(0, text.find('\n'));
-  return first.size() > 10 && first.front() == '[' && first.ends_with("] Result:");
+  const size_t nl = text.find('\n');
+  const std::string_view first = text.substr(0, nl);
+  if (!(first.size() > 10 && first.front() == '[' && first.ends_with("] Result:"))) return false;
+  const std::string_view body = nl == std::string_view::npos ? "" : Trim(text.substr(nl + 1));
+  for (std::string_view words : {"<user_message>", "<answer>", "<feedback>"}) {
+    if (body.starts_with(words)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -299,13 +308,22 @@ std::string_view ObservationBody(std::string_view text) {
   if (ResultHeader(text)) {
     const size_t nl = text.find('\n');
     text = nl == std::string_view::npos ? std::string_view() : Trim(text.substr(nl + 1));
-    // The editor's state the agent appends to every message is not the tool's output, nor
-    // its "Command executed." and "Output:" lines before a command's.
-    if (const size_t env = text.find("<environment_details>"); env != std::string_view::npos) {
+    // The editor's state the agent appends last to every message is not the tool's
+    // output (a file read may hold the tag too: the last one), nor the lines before a
+    // command's ("Command executed." and Roo's "Command executed in terminal ...", then
+    // "Output:").
+    if (const size_t env = text.rfind("<environment_details>"); env != std::string_view::npos) {
       text = Trim(text.substr(0, env));
     }
-    for (std::string_view line : {"Command executed.", "Output:"}) {
-      if (text.starts_with(line)) text = Trim(text.substr(line.size()));
+    if (text.starts_with("Command executed")) {
+      const size_t output = text.find("Output:");
+      const size_t first_nl = text.find('\n');
+      if (output != std::string_view::npos &&
+          (first_nl == std::string_view::npos || text.find('\n', first_nl + 1) >= output)) {
+        text = Trim(text.substr(output + 7));  // "Output:" within the next two lines
+      } else {
+        text = Trim(text.substr(std::min(first_nl, text.size())));
+      }
     }
   }
   if (text.starts_with("<returncode>")) {

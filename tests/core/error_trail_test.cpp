@@ -168,6 +168,17 @@ TEST(ErrorTrail, AnOutputSentAsAUserMessageIsReadAsATools) {
   EXPECT_TRUE(extractive::ToolOutputInUserMessage(cline));
   EXPECT_EQ(ObservationBody(cline), "npm error code 1");
   EXPECT_FALSE(extractive::ToolOutputInUserMessage("[Important] Result: keep the API stable"));
+  // The user's own words, returned the same way (an answer, feedback), stay the user's.
+  EXPECT_FALSE(extractive::ToolOutputInUserMessage(
+      "[plan_mode_respond] Result:\n<user_message>\nUse Postgres, not SQLite\n</user_message>"));
+  // Roo Code's command lines, and the tag inside a file read: the last one is the editor's.
+  EXPECT_EQ(ObservationBody("[execute_command for 'make'] Result:\nCommand executed in terminal "
+                            "within working directory '/w'. Exit code: 2\nOutput:\nmake: *** "
+                            "[all] Error 2"),
+            "make: *** [all] Error 2");
+  EXPECT_EQ(ObservationBody("[read_file for 'p.ts'] Result:\nconst t = '<environment_details>';"
+                            "\n\n<environment_details>\n# Time\n</environment_details>"),
+            "const t = '<environment_details>';");
   // Summarized as a tool's output, not as what the user asked.
   const ExtractiveSummary cs = SummarizeMessages(
       StoredMessages({Message::User("<task>fix the build</task>"),
