@@ -7,7 +7,9 @@
 //             ["n",SEQ,HASH(,HEAD,MIDDLE,TAIL)(,CALLS)]],
 //    "complete":false (only when false)}
 // where CALLS, the cuts of tool-call arguments, is {"calls":[[INDEX,HEAD,MIDDLE,TAIL]...]}.
+#include <algorithm>
 #include <boost/json.hpp>
+#include <cstdint>
 
 #include "core/context_rebuild.h"
 
@@ -37,8 +39,8 @@ bool GetString(const json::array& a, size_t i, std::string& out) {
 }
 
 // The cut at a[i..i+2], absent (whole) when a ends before i.
-bool GetCut(const json::array& a, size_t i, TextCut& cut) {
-  if (a.size() <= i) return true;
+bool GetCut(const json::array& a, size_t i, TextCut& cut, size_t size = SIZE_MAX) {
+  if (std::min(size, a.size()) <= i) return true;
   return GetInt(a, i, cut.head) && GetString(a, i + 1, cut.middle) && GetInt(a, i + 2, cut.tail) &&
          cut.head >= 0 && cut.tail >= 0;
 }
@@ -55,8 +57,11 @@ void PutCallCuts(json::array& a, const std::vector<std::pair<size_t, TextCut>>& 
   a.push_back(json::object{{"calls", std::move(calls)}});
 }
 
-// The call cuts of a part's last element, taken off `a` (absent: none).
-bool TakeCallCuts(json::array& a, std::vector<std::pair<size_t, TextCut>>& cuts) {
+// The call cuts of a part's last element (absent: none); `*size` is then what comes
+// before them.
+bool TakeCallCuts(const json::array& a, std::vector<std::pair<size_t, TextCut>>& cuts,
+                  size_t* size) {
+  *size = a.size();
   if (a.empty() || !a.back().is_object()) return true;
   const json::value* calls = a.back().as_object().if_contains("calls");
   if (calls == nullptr || !calls->is_array()) return false;
@@ -70,7 +75,7 @@ bool TakeCallCuts(json::array& a, std::vector<std::pair<size_t, TextCut>>& cuts)
     }
     cuts.emplace_back(static_cast<size_t>(index), std::move(cut));
   }
-  a.pop_back();
+  *size = a.size() - 1;
   return true;
 }
 
@@ -192,7 +197,8 @@ Result<ContextComposition> CompositionFromObject(const json::object& o) {
     if (!item.is_array() || item.as_array().empty() || !item.as_array()[0].is_string()) {
       return Bad("part");
     }
-    json::array a = item.as_array();
+    const json::array& a = item.as_array();
+    size_t size = a.size();  // of the part before the calls' cuts
     const std::string tag(a[0].as_string());
     ContextPart p;
     bool ok = false;
@@ -212,12 +218,12 @@ Result<ContextComposition> CompositionFromObject(const json::object& o) {
       ok = GetInt(a, 1, p.seq);
     } else if (tag == "x") {
       p.kind = PartKind::kTruncated;
-      ok = TakeCallCuts(a, p.call_cuts) && GetInt(a, 1, p.seq) && GetInt(a, 2, p.original_tokens) &&
-           GetCut(a, 3, p.cut);
+      ok = TakeCallCuts(a, p.call_cuts, &size) && GetInt(a, 1, p.seq) &&
+           GetInt(a, 2, p.original_tokens) && GetCut(a, 3, p.cut, size);
     } else if (tag == "n") {
       p.kind = PartKind::kNew;
-      ok = TakeCallCuts(a, p.call_cuts) && GetInt(a, 1, p.seq) && GetString(a, 2, p.hash) &&
-           GetCut(a, 3, p.cut);
+      ok = TakeCallCuts(a, p.call_cuts, &size) && GetInt(a, 1, p.seq) && GetString(a, 2, p.hash) &&
+           GetCut(a, 3, p.cut, size);
     }
     if (!ok) return Bad("part '" + tag + "'");
     c.parts.push_back(std::move(p));
