@@ -8,6 +8,8 @@
 #include <string_view>
 #include <utility>
 
+#include "core/candidate_scan.h"
+
 namespace missy::extractive {
 
 inline bool IsAlpha(unsigned char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
@@ -83,23 +85,8 @@ std::string_view ObservationBody(std::string_view text);
 // name no error a tool printed.
 bool NumberedListingLine(std::string_view line);
 
-// Where a pattern may start: the classifiers above and the path scan look only at lines
-// and tokens around these positions (SSE2 where available, 16 bytes a step).
-enum CandidateSet : unsigned {
-  kColon = 1,          // ':' (key markers)
-  kErrorWords = 2,     // err, exc, fai, fat, pan (any case), "Tra", "No ", "not", "** ",
-                       // and rmi, fus, seg, dum, efe, nva (any case): the phrases of
-                       // ReportsError with no error word (peRMIssion denied, ...)
-  kDecisionWords = 4,  // dec (any case) (IsDecisionLine)
-  kPathChars = 8,      // '/', or '.' before a letter: a path has a '/' or an extension
-};
-// The first position >= pos where a pattern of `set` may start, or s.size(). Never skips a
-// position where one starts; may return positions where none does.
-size_t NextCandidate(std::string_view s, size_t pos, unsigned set);
 // Whether the ':' at s[colon] ends one of Missy's key markers (the word before it).
 bool KeyMarkerColon(std::string_view s, size_t colon);
-// The line (between '\n's, trimmed) of `s` around position `pos`, and where it ends.
-std::string_view LineAround(std::string_view s, size_t pos, size_t* line_end);
 
 // Calls fn(line) for each line of `text` as it is: split on '\n', nothing trimmed or left
 // out (a summary's layout is read this way: its indentation has a meaning).
