@@ -162,12 +162,6 @@ bool WordEndsAt(std::string_view s, size_t end) {
   return end >= s.size() || !IsWordChar(static_cast<unsigned char>(s[end]));
 }
 
-}  // namespace
-
-// error/Error/ERROR (a word, or an "XxxError:"/"XxxException:" name), "exception:",
-// Traceback, failed/FAILED, fatal, panic(ked), "No such file".
-namespace {
-
 // Whether a phrase of ReportsError with no error word in it holds s[i], i being where
 // its trigram (PhraseTrigram, core/candidate_scan.cpp) starts: peRMIssion denied,
 // teRMInate called after throwing, SEGmentation fault, core DUMped), undefined rEFErence
@@ -202,6 +196,9 @@ bool OpensLine(std::string_view s, size_t i) {
 
 }  // namespace
 
+// error/Error/ERROR (a word, or an "XxxError:"/"XxxException:" name), "exception:",
+// Traceback, failed/FAILED/FAILURE, fatal, panic(ked), "No such file", npm's "ERR!",
+// pnpm's "ERR_PNPM_" and TAP's "not ok N" opening a line, and ReportsError's phrases.
 bool ErrorWordAt(std::string_view s, size_t i) {
   const size_t n = s.size();
   const unsigned char c = Lower(static_cast<unsigned char>(s[i]));

@@ -222,8 +222,9 @@ json::object RewrittenAssistant(const json::object& native, const Message& m) {
   if (calls == nullptr || !calls->is_array()) return out;
   for (json::value& c : calls->get_array()) {
     json::object* call = c.if_object();
-    json::object* fn = call ? (*call)["function"].if_object() : nullptr;
-    if (fn == nullptr) continue;
+    json::value* function = call ? call->if_contains("function") : nullptr;
+    json::object* fn = function ? function->if_object() : nullptr;
+    if (fn == nullptr) continue;  // not a call this API knows: as sent
     const std::string id = Str(*call, "id");
     for (const ToolCall& engine : m.tool_calls) {
       if (engine.id == id) (*fn)["arguments"] = engine.arguments;
