@@ -178,10 +178,11 @@ void HistogramFamily::Encode(std::string* out) const {
       *out += "le=\"" + (i < bounds_.size() ? FormatValue(bounds_[i]) : std::string("+Inf")) +
               "\"} " + std::to_string(s.cumulative[i]) + "\n";
     }
-    const auto line = [&](const char* suffix, const std::string& value) {
+    // (A named copy of the binding: clang before 16 cannot capture a structured binding.)
+    const auto line = [&, &series_labels = labels](const char* suffix, const std::string& value) {
       *out += name_ + suffix;
-      EncodeLabels(labels, out);
-      if (!labels.empty()) *out += "}";
+      EncodeLabels(series_labels, out);
+      if (!series_labels.empty()) *out += "}";
       *out += " " + value + "\n";
     };
     line("_sum", FormatValue(s.sum));

@@ -62,11 +62,12 @@ provider::HeaderList ForwardHeaders(const std::map<std::string, std::string>& fr
   provider::HeaderList out;
   for (const auto& [name, value] : from_agent) {
     if (HopByHop(name) || name == "accept-encoding" || name.starts_with("x-missy-")) continue;
-    const bool replaced = std::any_of(credentials.begin(), credentials.end(), [&](const auto& c) {
-      return Lower(c.first) == name ||
-             (name == "authorization" && Lower(c.first) == "x-api-key") ||
-             (name == "x-api-key" && Lower(c.first) == "authorization");
-    });
+    // (An init-capture of the binding: clang before 16 cannot capture one as it is.)
+    const bool replaced =
+        std::any_of(credentials.begin(), credentials.end(), [&h = name](const auto& c) {
+          return Lower(c.first) == h || (h == "authorization" && Lower(c.first) == "x-api-key") ||
+                 (h == "x-api-key" && Lower(c.first) == "authorization");
+        });
     if (replaced) continue;
     out.emplace_back(name, value);
   }
