@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "daemon/proxy/json_scan.h"
+
 namespace missy::proxy {
 
 namespace json = boost::json;
@@ -12,6 +14,13 @@ Result<ParsedRequest> ParseRequestHead(std::string_view body, Api api) {
   json::value v = json::parse(body, ec);
   if (ec) return Status::InvalidArgument("the body is not JSON: " + ec.message());
   if (!v.is_object()) return Status::InvalidArgument("the body must be a JSON object");
+  // The parser keeps the last of a member named twice, and an upstream may keep the
+  // first: the context missyd fits would not be the one the model reads.
+  if (const std::string twice = DuplicateMember(body); !twice.empty()) {
+    return Status::InvalidArgument("the body names the member '" + twice +
+                                       "' twice (a member may appear once)",
+                                   twice);
+  }
   ParsedRequest r;
   r.api = api;
   r.body = std::move(v.get_object());

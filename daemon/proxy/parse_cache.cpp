@@ -5,61 +5,13 @@
 #include <cstring>
 
 #include "daemon/net/body_pool.h"
+#include "daemon/proxy/json_scan.h"
 
 namespace missy::proxy {
 namespace {
 
 namespace json = boost::json;
 using Spans = std::vector<std::pair<size_t, size_t>>;
-
-bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-size_t SkipSpace(std::string_view t, size_t p) {
-  while (p < t.size() && IsSpace(t[p])) ++p;
-  return p;
-}
-
-// The offset just past the string that opens at t[p] ('"'), or npos.
-size_t SkipString(std::string_view t, size_t p) {
-  ++p;
-  while (p < t.size()) {
-    const char* q = static_cast<const char*>(std::memchr(t.data() + p, '"', t.size() - p));
-    if (q == nullptr) return std::string_view::npos;
-    size_t at = static_cast<size_t>(q - t.data());
-    size_t slashes = 0;
-    while (at - slashes > p && t[at - slashes - 1] == '\\') ++slashes;
-    if (slashes % 2 == 0) return at + 1;
-    p = at + 1;
-  }
-  return std::string_view::npos;
-}
-
-// The offset just past the JSON value that starts at t[p], or npos. Checks nesting and
-// strings, not every rule of JSON: what it accepts is parsed afterwards anyway.
-size_t SkipValue(std::string_view t, size_t p) {
-  if (p >= t.size()) return std::string_view::npos;
-  if (t[p] == '"') return SkipString(t, p);
-  if (t[p] != '{' && t[p] != '[') {
-    while (p < t.size() && t[p] != ',' && t[p] != '}' && t[p] != ']' && !IsSpace(t[p])) ++p;
-    return p;
-  }
-  size_t depth = 0;
-  while (p < t.size()) {
-    const char c = t[p];
-    if (c == '"') {
-      p = SkipString(t, p);
-      if (p == std::string_view::npos) return p;
-      continue;
-    }
-    if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (--depth == 0) return p + 1;
-    }
-    ++p;
-  }
-  return std::string_view::npos;
-}
 
 // Scans the array's elements from `p`: just past its '[' (`first`) or just past an
 // element. Appends their spans; false when malformed.
