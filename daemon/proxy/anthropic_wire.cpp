@@ -422,9 +422,8 @@ Result<ParsedRequest> ParseAnthropicRequest(std::string_view body) {
   Result<ParsedRequest> head = ParseRequestHead(body, Api::kAnthropic);
   if (!head.ok()) return head.status();
   ParsedRequest& r = *head;
-  if (const json::value* m = r.body.if_contains("max_tokens"); m && m->is_number()) {
-    r.max_tokens = m->to_number<int64_t>();
-  }
+  // Not an integer (1.5, 1e30): none named; the upstream answers for the field.
+  r.max_tokens = IntAt(r.body, "max_tokens");
   if (const json::value* s = r.body.if_contains("system")) r.system_text = JoinSystem(*s);
   // Counted once: a later turn whose fields are the same bytes keeps this parse's.
   for (const char* field : {"system", "tools"}) {

@@ -24,12 +24,18 @@ inline const boost::json::value* Find(const boost::json::value& v, std::string_v
   return v.is_object() ? v.get_object().if_contains(key) : nullptr;
 }
 
-inline int64_t IntAt(const boost::json::value& v, std::string_view key) {
-  const boost::json::value* x = Find(v, key);
+// The integer `key` holds; 0 when it holds none (absent, not a number, not an integer,
+// out of range). The object's own overload: a request body passed as a value would be
+// copied whole first.
+inline int64_t IntAt(const boost::json::object& o, std::string_view key) {
+  const boost::json::value* x = o.if_contains(key);
   if (x == nullptr || !x->is_number()) return 0;
   boost::system::error_code ec;
   const int64_t n = x->to_number<int64_t>(ec);
   return ec ? 0 : n;
+}
+inline int64_t IntAt(const boost::json::value& v, std::string_view key) {
+  return v.is_object() ? IntAt(v.get_object(), key) : 0;
 }
 
 // What every API's request has: a JSON object with a `model`, maybe `stream` and `tools`.

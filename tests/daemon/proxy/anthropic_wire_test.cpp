@@ -83,6 +83,23 @@ TEST(AnthropicWire, RefusesWhatIsNotAMessagesRequestNamingTheField) {
   EXPECT_EQ(r.status().field(), "messages[0].role");
 }
 
+// A max_tokens that is not an integer names no output reserve (the model's own is used);
+// the upstream answers for the field. It used to throw out of the parse: a 500.
+TEST(AnthropicWire, AMaxTokensThatIsNotAnIntegerNamesNone) {
+  struct Case {
+    const char* value;
+    int64_t max_tokens;
+  };
+  for (const Case& c : {Case{"1.5", 0}, Case{"1e30", 0}, Case{"\"4000\"", 0}, Case{"-2", -2},
+                        Case{"32000", 32000}}) {
+    Result<ParsedRequest> r = ParseAnthropicRequest(
+        std::string(R"({"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":)") +
+        c.value + "}");
+    ASSERT_TRUE(r.ok()) << c.value << ": " << r.status().ToString();
+    EXPECT_EQ(r->max_tokens, c.max_tokens) << c.value;
+  }
+}
+
 TEST(AnthropicWire, UntouchedMessagesGoOutJsonEqualAndEverythingElseIsKept) {
   Result<ParsedRequest> r = ParseAnthropicRequest(kToolLoop);
   ASSERT_TRUE(r.ok());
