@@ -160,13 +160,15 @@ json::object TextBlock(std::string text) {
   return json::object{{"type", "text"}, {"text", std::move(text)}};
 }
 
-// The tool_use block of `message` with id `id`; empty when there is none.
-json::object OriginalToolUse(const json::object& message, const std::string& id) {
+// The block of `message` of type `type` whose `id_key` is `id` (a tool_use by its id, a
+// tool_result by its tool_use_id); empty when there is none.
+json::object OriginalBlock(const json::object& message, std::string_view type,
+                           std::string_view id_key, const std::string& id) {
   const json::value* content = message.if_contains("content");
   if (content == nullptr || !content->is_array()) return {};
   for (const json::value& b : content->get_array()) {
-    if (b.is_object() && Str(b.get_object(), "type") == "tool_use" &&
-        Str(b.get_object(), "id") == id) {
+    if (b.is_object() && Str(b.get_object(), "type") == type &&
+        Str(b.get_object(), id_key) == id) {
       return b.get_object();
     }
   }
@@ -195,7 +197,7 @@ json::value Rewrite(const NativeMessage& original, const std::vector<Message>& e
         if (ec || !input.is_object()) input = json::object{};
         // The agent's own block (its cache marker, any field of its own) with the input
         // as the engine keeps it (cut, for an oversized last turn).
-        json::object block = OriginalToolUse(o, c.id);
+        json::object block = OriginalBlock(o, "tool_use", "id", c.id);
         if (block.empty()) block = {{"type", "tool_use"}, {"id", c.id}, {"name", c.name}};
         block["input"] = std::move(input);
         blocks.push_back(std::move(block));
@@ -206,8 +208,12 @@ json::value Rewrite(const NativeMessage& original, const std::vector<Message>& e
   const std::string other_role = role == "system" ? "system" : "user";
   for (const Message& m : engine) {
     if (m.role == Role::kTool) {
-      blocks.push_back(json::object{
-          {"type", "tool_result"}, {"tool_use_id", m.tool_call_id}, {"content", m.PlainText()}});
+      // The agent's own block (`is_error`: the model must still read a failed command as
+      // one; its cache marker) with the content as the engine keeps it (pruned or cut).
+      json::object block = OriginalBlock(o, "tool_result", "tool_use_id", m.tool_call_id);
+      if (block.empty()) block = {{"type", "tool_result"}, {"tool_use_id", m.tool_call_id}};
+      block["content"] = m.PlainText();
+      blocks.push_back(std::move(block));
     } else {
       blocks.push_back(TextBlock(m.PlainText()));
     }

@@ -202,6 +202,39 @@ TEST(AnthropicWire, ACutToolUseKeepsItsOwnBlockWithTheInputAsCut) {
       "cache_control": {"type": "ephemeral"}})"));
 }
 
+// A tool result the engine pruned or cut goes out as the agent's own block: a failed
+// command's `is_error` and its cache marker stay, the content is the engine's. (The
+// model read a cut failure as a success before.)
+TEST(AnthropicWire, ACutToolResultKeepsItsErrorFlagAndMarker) {
+  constexpr std::string_view kFailed = R"({"model": "m", "max_tokens": 10, "messages": [
+    {"role": "user", "content": "run the tests"},
+    {"role": "assistant", "content": [
+      {"type": "tool_use", "id": "toolu_t", "name": "Bash", "input": {"command": "pytest"}}]},
+    {"role": "user", "content": [
+      {"type": "tool_result", "tool_use_id": "toolu_t", "is_error": true,
+       "content": [{"type": "text", "text": "FAILED tests/test_a.py::test_x - long log"}],
+       "cache_control": {"type": "ephemeral"}},
+      {"type": "text", "text": "keep going"}]}]})";
+  Result<ParsedRequest> r = ParseAnthropicRequest(kFailed);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<Message> kept = r->messages[2].engine;
+  ASSERT_EQ(kept.size(), 2u);
+  ASSERT_EQ(kept[0].role, Role::kTool);
+  kept[0].text = "FAILED tests/test_a.py::test_x [...truncated 2 tokens...]";
+  kept[0].content_form = ContentForm::kString;
+  kept[0].parts.clear();
+  Outgoing out;
+  for (size_t i = 0; i < 2; ++i) out.items.push_back(OutItem{OutItem::Kind::kNative, i, {}});
+  out.items.push_back(OutItem{OutItem::Kind::kRewritten, 2, kept});
+  json::value sent = json::parse(BuildAnthropicRequest(*r, out));
+  const json::array& blocks = sent.at("messages").at(2).at("content").as_array();
+  ASSERT_EQ(blocks.size(), 2u);
+  EXPECT_EQ(blocks[0], json::parse(R"({"type": "tool_result", "tool_use_id": "toolu_t",
+      "is_error": true, "content": "FAILED tests/test_a.py::test_x [...truncated 2 tokens...]",
+      "cache_control": {"type": "ephemeral"}})"));
+  EXPECT_EQ(blocks[1], json::parse(R"({"type": "text", "text": "keep going"})"));
+}
+
 TEST(AnthropicWire, NoBreakpointIsAddedWhenTheRequestHoldsFourAlready) {
   std::string body = std::string(kToolLoop);
   json::value v = json::parse(body);
