@@ -175,6 +175,15 @@ json::object OriginalBlock(const json::object& message, std::string_view type,
   return {};
 }
 
+// Whether `m` is the user message UserToEngine made of the blocks of `original` that are
+// not tool results (one at most), as it was: then those blocks can go out as they came.
+bool IsUnchangedUserPart(const NativeMessage& original, const Message& m) {
+  const json::value* content = original.native.get_object().if_contains("content");
+  if (m.role != Role::kUser || content == nullptr || !content->is_array()) return false;
+  return std::any_of(original.engine.begin(), original.engine.end(),
+                     [&](const Message& e) { return e.role == Role::kUser && e == m; });
+}
+
 // A rewritten message in the API's shape: the kept engine messages of one native one.
 json::value Rewrite(const NativeMessage& original, const std::vector<Message>& engine) {
   const json::object& o = original.native.get_object();
@@ -214,6 +223,12 @@ json::value Rewrite(const NativeMessage& original, const std::vector<Message>& e
       if (block.empty()) block = {{"type", "tool_result"}, {"tool_use_id", m.tool_call_id}};
       block["content"] = m.PlainText();
       blocks.push_back(std::move(block));
+    } else if (IsUnchangedUserPart(original, m)) {
+      // The agent's other blocks as it sent them (images, documents, a reminder with the
+      // conversation's cache marker): the engine changed only the tool results beside.
+      for (const json::value& b : o.at("content").get_array()) {
+        if (Str(b.get_object(), "type") != "tool_result") blocks.push_back(b);
+      }
     } else {
       blocks.push_back(TextBlock(m.PlainText()));
     }

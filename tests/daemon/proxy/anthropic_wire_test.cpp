@@ -203,9 +203,10 @@ TEST(AnthropicWire, ACutToolUseKeepsItsOwnBlockWithTheInputAsCut) {
 }
 
 // A tool result the engine pruned or cut goes out as the agent's own block: a failed
-// command's `is_error` and its cache marker stay, the content is the engine's. (The
-// model read a cut failure as a success before.)
-TEST(AnthropicWire, ACutToolResultKeepsItsErrorFlagAndMarker) {
+// command's `is_error` and its cache marker stay, the content is the engine's (the model
+// read a cut failure as a success before); the blocks beside it go out as they came
+// (an image and a reminder with the marker became one text block before).
+TEST(AnthropicWire, ACutToolResultKeepsItsErrorFlagAndMarkerAndTheBlocksBesideIt) {
   constexpr std::string_view kFailed = R"({"model": "m", "max_tokens": 10, "messages": [
     {"role": "user", "content": "run the tests"},
     {"role": "assistant", "content": [
@@ -214,7 +215,8 @@ TEST(AnthropicWire, ACutToolResultKeepsItsErrorFlagAndMarker) {
       {"type": "tool_result", "tool_use_id": "toolu_t", "is_error": true,
        "content": [{"type": "text", "text": "FAILED tests/test_a.py::test_x - long log"}],
        "cache_control": {"type": "ephemeral"}},
-      {"type": "text", "text": "keep going"}]}]})";
+      {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}},
+      {"type": "text", "text": "keep going", "cache_control": {"type": "ephemeral"}}]}]})";
   Result<ParsedRequest> r = ParseAnthropicRequest(kFailed);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   std::vector<Message> kept = r->messages[2].engine;
@@ -228,11 +230,22 @@ TEST(AnthropicWire, ACutToolResultKeepsItsErrorFlagAndMarker) {
   out.items.push_back(OutItem{OutItem::Kind::kRewritten, 2, kept});
   json::value sent = json::parse(BuildAnthropicRequest(*r, out));
   const json::array& blocks = sent.at("messages").at(2).at("content").as_array();
-  ASSERT_EQ(blocks.size(), 2u);
+  ASSERT_EQ(blocks.size(), 3u);
   EXPECT_EQ(blocks[0], json::parse(R"({"type": "tool_result", "tool_use_id": "toolu_t",
       "is_error": true, "content": "FAILED tests/test_a.py::test_x [...truncated 2 tokens...]",
       "cache_control": {"type": "ephemeral"}})"));
-  EXPECT_EQ(blocks[1], json::parse(R"({"type": "text", "text": "keep going"})"));
+  // The blocks beside it, unchanged, go out as they came: the image, the marker.
+  EXPECT_EQ(blocks[1], json::parse(kFailed).at("messages").at(2).at("content").at(1));
+  EXPECT_EQ(blocks[2], json::parse(R"({"type": "text", "text": "keep going",
+      "cache_control": {"type": "ephemeral"}})"));
+
+  // A user part the engine changed (cut) is its kept text.
+  kept[1] = Message::User("keep [...truncated 1 tokens...]");
+  out.items.back() = OutItem{OutItem::Kind::kRewritten, 2, kept};
+  sent = json::parse(BuildAnthropicRequest(*r, out));
+  const json::array& cut = sent.at("messages").at(2).at("content").as_array();
+  ASSERT_EQ(cut.size(), 2u);
+  EXPECT_EQ(cut[1], json::parse(R"({"type": "text", "text": "keep [...truncated 1 tokens...]"})"));
 }
 
 TEST(AnthropicWire, NoBreakpointIsAddedWhenTheRequestHoldsFourAlready) {
