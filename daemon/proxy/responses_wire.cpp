@@ -147,8 +147,13 @@ json::array Rewrite(const NativeMessage& original, const std::vector<Message>& e
   }
   if (IsOutput(Type(first))) {
     for (const Message& m : engine) {
-      out.push_back(json::object{{"type", Type(first)}, {"call_id", m.tool_call_id},
-                                 {"output", m.PlainText()}});
+      // The agent's own item (its id, status, any field of its own) with the kept output.
+      json::object item{{"type", Type(first)}, {"call_id", m.tool_call_id}};
+      for (const json::value& v : items) {
+        if (Str(v.get_object(), "call_id") == m.tool_call_id) item = v.get_object();
+      }
+      item["output"] = m.PlainText();
+      out.push_back(std::move(item));
     }
     return out;
   }

@@ -20,7 +20,7 @@ constexpr std::string_view kCodex = R"({
     {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "shell", "arguments": "{\"command\":[\"touch\",\"hello.txt\"]}"},
     {"type": "function_call_output", "call_id": "call_1", "output": "{\"output\":\"\",\"metadata\":{\"exit_code\":0}}"},
     {"type": "custom_tool_call", "call_id": "call_2", "name": "apply_patch", "input": "*** Begin Patch"},
-    {"type": "custom_tool_call_output", "call_id": "call_2", "output": "Done!"}
+    {"type": "custom_tool_call_output", "id": "ctco_2", "call_id": "call_2", "output": "Done!"}
   ]})";
 
 TEST(ResponsesWire, ItemsAreGroupedIntoTurnsWithReasoningKeptNativeOnly) {
@@ -58,8 +58,9 @@ TEST(ResponsesWire, UntouchedTurnsGoOutItemForItemAndRewrittenOutputsKeepTheirTy
   const json::array& input = sent.at("input").as_array();
   ASSERT_EQ(input.size(), 3u);
   EXPECT_EQ(input[0].at("content").at(0).at("text"), "[summary]");
-  EXPECT_EQ(input[2].at("type"), "custom_tool_call_output");
-  EXPECT_EQ(input[2].at("output"), "[pruned]");
+  // The agent's own item (its id) with the kept output.
+  EXPECT_EQ(input[2], json::parse(R"({"type": "custom_tool_call_output", "id": "ctco_2",
+      "call_id": "call_2", "output": "[pruned]"})"));
   EXPECT_EQ(sent.at("instructions"), "You are Codex.");
   EXPECT_EQ(sent.at("include").at(0), "reasoning.encrypted_content");
 }
