@@ -12,34 +12,65 @@ namespace {
 
 namespace json = boost::json;
 
-// The text of a tool_result's content: a string, or its text blocks joined (an image
-// counts as a marker: the engine only needs its size and what it says).
-std::string ToolResultText(const json::value* content) {
-  if (content == nullptr || content->is_null()) return {};
-  if (content->is_string()) return std::string(content->get_string());
-  std::string out;
-  if (!content->is_array()) return json::serialize(*content);
-  for (const json::value& b : content->get_array()) {
-    if (!out.empty()) out.push_back('\n');
-    if (!b.is_object()) continue;
-    const json::object& o = b.get_object();
-    std::string type = Str(o, "type");
-    if (type == "text") {
-      out += Str(o, "text");
-    } else {
-      out += "[" + type + "]";
-    }
-  }
-  return out;
+// An image, or a document whose source is not text (a base64 PDF, a file id, a URL): the
+// engine keeps it as a media part, counted at the counter's fixed cost per image, never
+// as its JSON (a PDF's base64 read as text counted hundreds of thousands of tokens, and
+// a cut of it sent the model half an encoding).
+bool IsMedia(const json::object& block) {
+  const std::string type = Str(block, "type");
+  if (type == "image") return true;
+  if (type != "document") return false;
+  const json::value* source = block.if_contains("source");
+  const std::string kind = source && source->is_object() ? Str(source->get_object(), "type") : "";
+  return kind != "text" && kind != "content";
 }
 
-// A block the engine keeps as text: server tool calls and their results, documents,
-// search results: their JSON (so they are counted and summarized), images as a part.
+ContentPart MediaPart(const json::object& block) {
+  ContentPart part;
+  part.kind = ContentPart::Kind::kImage;
+  part.image_url = "anthropic:" + Str(block, "type");
+  return part;
+}
+
+// A tool_result as the engine reads it: its text (a string, or its text blocks joined;
+// another block as a marker naming its type), and its images and documents as media
+// parts after the text.
+Message ToolResultMessage(std::string id, const json::value* content) {
+  std::string text;
+  std::vector<ContentPart> media;
+  if (content != nullptr && content->is_string()) {
+    text = std::string(content->get_string());
+  } else if (content != nullptr && !content->is_null() && !content->is_array()) {
+    text = json::serialize(*content);
+  } else if (content != nullptr && content->is_array()) {
+    for (const json::value& b : content->get_array()) {
+      if (!b.is_object()) continue;
+      const json::object& o = b.get_object();
+      if (IsMedia(o)) {
+        media.push_back(MediaPart(o));
+        continue;
+      }
+      if (!text.empty()) text.push_back('\n');
+      text += Str(o, "type") == "text" ? Str(o, "text") : "[" + Str(o, "type") + "]";
+    }
+  }
+  Message m = Message::ToolResult(std::move(id), std::move(text));
+  if (!media.empty()) {
+    m.content_form = ContentForm::kParts;
+    m.parts.push_back({ContentPart::Kind::kText, std::move(m.text), {}, {}});
+    m.text.clear();
+    for (ContentPart& p : media) m.parts.push_back(std::move(p));
+  }
+  return m;
+}
+
+// A block the engine keeps as text: server tool calls and their results, documents of
+// text, search results: their JSON (so they are counted and summarized); images and
+// other documents as media parts.
 void AddOtherBlock(const json::object& o, Message& m) {
   ContentPart part;
-  if (Str(o, "type") == "image") {
-    part.kind = ContentPart::Kind::kImage;
-    part.image_url = "anthropic:image";
+  if (IsMedia(o)) {
+    part = MediaPart(o);
   } else {
     part.kind = ContentPart::Kind::kText;
     part.text = json::serialize(o);
@@ -82,7 +113,7 @@ Result<std::vector<Message>> UserToEngine(const json::value& content, const std:
         return Status::InvalidArgument("a tool_result needs its tool_use_id",
                                        field + "[" + std::to_string(i) + "].tool_use_id");
       }
-      out.push_back(Message::ToolResult(std::move(id), ToolResultText(o.if_contains("content"))));
+      out.push_back(ToolResultMessage(std::move(id), o.if_contains("content")));
     } else if (type == "text") {
       ContentPart part;
       part.text = Str(o, "text");
@@ -94,11 +125,13 @@ Result<std::vector<Message>> UserToEngine(const json::value& content, const std:
   if (!user.parts.empty() || out.empty()) {
     // Text only: the same message as a string content (agents send one form, then the
     // other, for the same message, as a cache marker comes and goes).
-    const bool text_only = std::all_of(user.parts.begin(), user.parts.end(), [](const ContentPart& p) {
-      return p.kind == ContentPart::Kind::kText;
-    });
-    if (text_only) out.push_back(Message::User(user.PlainText()));
-    else out.push_back(std::move(user));
+    const bool text_only =
+        std::all_of(user.parts.begin(), user.parts.end(),
+                    [](const ContentPart& p) { return p.kind == ContentPart::Kind::kText; });
+    if (text_only)
+      out.push_back(Message::User(user.PlainText()));
+    else
+      out.push_back(std::move(user));
   }
   return out;
 }
@@ -139,8 +172,8 @@ Result<std::vector<Message>> AssistantToEngine(const json::value& content,
     }
   }
   m.text = std::move(text);
-  m.content_form = m.text.empty() && !m.tool_calls.empty() ? ContentForm::kNull
-                                                           : ContentForm::kString;
+  m.content_form =
+      m.text.empty() && !m.tool_calls.empty() ? ContentForm::kNull : ContentForm::kString;
   return std::vector<Message>{std::move(m)};
 }
 
@@ -167,12 +200,26 @@ json::object OriginalBlock(const json::object& message, std::string_view type,
   const json::value* content = message.if_contains("content");
   if (content == nullptr || !content->is_array()) return {};
   for (const json::value& b : content->get_array()) {
-    if (b.is_object() && Str(b.get_object(), "type") == type &&
-        Str(b.get_object(), id_key) == id) {
+    if (b.is_object() && Str(b.get_object(), "type") == type && Str(b.get_object(), id_key) == id) {
       return b.get_object();
     }
   }
   return {};
+}
+
+// A kept tool result's content: its text as a string, or, while the engine keeps its
+// media (a cut leaves them; a pruned result has none), the text as a block followed by
+// the agent's own image and document blocks.
+json::value KeptToolResultContent(const json::object& agents_block, const Message& m) {
+  const json::value* content = agents_block.if_contains("content");
+  if (m.ImageCount() == 0 || content == nullptr || !content->is_array())
+    return json::value(m.PlainText());
+  json::array out;
+  if (!m.PlainText().empty()) out.push_back(TextBlock(m.PlainText()));
+  for (const json::value& b : content->get_array()) {
+    if (b.is_object() && IsMedia(b.get_object())) out.push_back(b);
+  }
+  return out;
 }
 
 // Whether `m` is the user message UserToEngine made of the blocks of `original` that are
@@ -221,7 +268,7 @@ json::value Rewrite(const NativeMessage& original, const std::vector<Message>& e
       // one; its cache marker) with the content as the engine keeps it (pruned or cut).
       json::object block = OriginalBlock(o, "tool_result", "tool_use_id", m.tool_call_id);
       if (block.empty()) block = {{"type", "tool_result"}, {"tool_use_id", m.tool_call_id}};
-      block["content"] = m.PlainText();
+      block["content"] = KeptToolResultContent(block, m);
       blocks.push_back(std::move(block));
     } else if (IsUnchangedUserPart(original, m)) {
       // The agent's other blocks as it sent them (images, documents, a reminder with the

@@ -6,6 +6,7 @@
 
 #include <boost/json.hpp>
 
+#include "core/token_counter.h"
 #include "daemon/proxy/sse.h"
 
 namespace missy::proxy {
@@ -246,6 +247,57 @@ TEST(AnthropicWire, ACutToolResultKeepsItsErrorFlagAndMarkerAndTheBlocksBesideIt
   const json::array& cut = sent.at("messages").at(2).at("content").as_array();
   ASSERT_EQ(cut.size(), 2u);
   EXPECT_EQ(cut[1], json::parse(R"({"type": "text", "text": "keep [...truncated 1 tokens...]"})"));
+}
+
+// Images and documents that are not text are media to the engine, counted at the
+// counter's cost per image, in a tool result (a screenshot: it counted two tokens as
+// "[image]" before) as beside it (a base64 PDF: its JSON was counted as text before);
+// a document of text stays text. A cut screenshot result keeps its image.
+TEST(AnthropicWire, ImagesAndDocumentsAreMediaPartsNotTheirJson) {
+  const std::string pdf(40000, 'J');
+  const std::string body = R"({"model": "m", "max_tokens": 10, "messages": [
+    {"role": "user", "content": [
+      {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+       "data": ")" + pdf + R"("}},
+      {"type": "document", "source": {"type": "text", "media_type": "text/plain",
+       "data": "plain notes"}},
+      {"type": "text", "text": "read these"}]},
+    {"role": "assistant", "content": [
+      {"type": "tool_use", "id": "toolu_s", "name": "screenshot", "input": {}}]},
+    {"role": "user", "content": [
+      {"type": "tool_result", "tool_use_id": "toolu_s", "content": [
+        {"type": "text", "text": "page loaded: 200 OK"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}]}]}]})";
+  Result<ParsedRequest> r = ParseAnthropicRequest(body);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Message& user = r->messages[0].engine.at(0);
+  ASSERT_EQ(user.parts.size(), 3u);
+  EXPECT_EQ(user.parts[0].kind, ContentPart::Kind::kImage);
+  EXPECT_EQ(user.parts[0].image_url, "anthropic:document");
+  EXPECT_EQ(user.parts[1].kind, ContentPart::Kind::kText);
+  EXPECT_NE(user.parts[1].text.find("plain notes"), std::string::npos);
+  EXPECT_EQ(user.PlainText().find(pdf.substr(0, 100)), std::string::npos);
+
+  const Message& shot = r->messages[2].engine.at(0);
+  ASSERT_EQ(shot.role, Role::kTool);
+  EXPECT_EQ(shot.PlainText(), "page loaded: 200 OK");
+  EXPECT_EQ(shot.ImageCount(), 1u);
+  const MessageTokenCounter counter(std::make_shared<HeuristicTokenCounter>());
+  EXPECT_GE(counter.CountMessage(shot), 765);
+
+  // Cut, the result keeps its image after the kept text; pruned, it is the stub alone.
+  Message cut = shot;
+  cut.parts[0].text = "page [...truncated 3 tokens...]";
+  Outgoing out;
+  for (size_t i = 0; i < 2; ++i) out.items.push_back(OutItem{OutItem::Kind::kNative, i, {}});
+  out.items.push_back(OutItem{OutItem::Kind::kRewritten, 2, {cut}});
+  json::value sent = json::parse(BuildAnthropicRequest(*r, out));
+  EXPECT_EQ(sent.at("messages").at(2).at("content").at(0).at("content"), json::parse(R"([
+      {"type": "text", "text": "page [...truncated 3 tokens...]"},
+      {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}])"));
+  out.items.back() = OutItem{OutItem::Kind::kRewritten, 2, {Message::ToolResult("toolu_s", "[pruned]")}};
+  sent = json::parse(BuildAnthropicRequest(*r, out));
+  EXPECT_EQ(sent.at("messages").at(2).at("content").at(0).at("content"), "[pruned]");
 }
 
 TEST(AnthropicWire, NoBreakpointIsAddedWhenTheRequestHoldsFourAlready) {
