@@ -29,6 +29,14 @@ bool IsModelItem(const json::object& item) {
   return !IsOutput(type);
 }
 
+// An image or a file in a content list (input_image, input_file): media to the engine,
+// counted at the counter's cost per image, not a two-token "[input_image]".
+bool IsMedia(const json::value& part) {
+  if (!part.is_object()) return false;
+  const std::string type = Str(part.get_object(), "type");
+  return type == "input_image" || type == "input_file";
+}
+
 // The text of a message's content or of a call's output: a string, or its parts' text.
 std::string ContentText(const json::value* content) {
   if (content == nullptr || content->is_null()) return {};
@@ -36,8 +44,8 @@ std::string ContentText(const json::value* content) {
   if (!content->is_array()) return json::serialize(*content);
   std::string out;
   for (const json::value& p : content->get_array()) {
+    if (!p.is_object() || IsMedia(p)) continue;  // media: parts of their own (WithMedia)
     if (!out.empty()) out.push_back('\n');
-    if (!p.is_object()) continue;
     const std::string type = Str(p.get_object(), "type");
     if (type == "input_text" || type == "output_text" || type == "text") {
       out += Str(p.get_object(), "text");
@@ -46,6 +54,40 @@ std::string ContentText(const json::value* content) {
     } else {
       out += "[" + type + "]";
     }
+  }
+  return out;
+}
+
+// `m` (its text from ContentText) with the media of `content` as parts after the text.
+Message WithMedia(Message m, const json::value* content) {
+  if (content == nullptr || !content->is_array()) return m;
+  for (const json::value& p : content->get_array()) {
+    if (!IsMedia(p)) continue;
+    if (m.content_form != ContentForm::kParts) {
+      m.parts.push_back({ContentPart::Kind::kText, std::move(m.text), {}, {}});
+      m.text.clear();
+      m.content_form = ContentForm::kParts;
+    }
+    ContentPart part;
+    part.kind = ContentPart::Kind::kImage;
+    part.image_url = "openai:" + Str(p.get_object(), "type");
+    m.parts.push_back(std::move(part));
+  }
+  return m;
+}
+
+// A kept content list: the text, and the agent's own media parts while the engine keeps
+// them (a cut leaves them; a pruned output has none). `text_type`: input_text (a user
+// message, an output) or output_text. A string when there are none.
+json::value KeptContent(const json::value* agents, const Message& m, const char* text_type) {
+  if (m.ImageCount() == 0 || agents == nullptr || !agents->is_array()) {
+    return json::value(m.PlainText());
+  }
+  json::array out;
+  if (!m.PlainText().empty())
+    out.push_back(json::object{{"type", text_type}, {"text", m.PlainText()}});
+  for (const json::value& p : agents->get_array()) {
+    if (IsMedia(p)) out.push_back(p);
   }
   return out;
 }
@@ -152,12 +194,19 @@ json::array Rewrite(const NativeMessage& original, const std::vector<Message>& e
       for (const json::value& v : items) {
         if (Str(v.get_object(), "call_id") == m.tool_call_id) item = v.get_object();
       }
-      item["output"] = m.PlainText();
+      item["output"] = KeptContent(item.if_contains("output"), m, "input_text");
       out.push_back(std::move(item));
     }
     return out;
   }
-  for (const Message& m : engine) out.push_back(InputText("user", m.PlainText()));
+  for (const Message& m : engine) {
+    json::object message = InputText("user", m.PlainText());
+    if (m.ImageCount() > 0) {
+      json::value content = KeptContent(first.if_contains("content"), m, "input_text");
+      if (content.is_array()) message["content"] = std::move(content);
+    }
+    out.push_back(std::move(message));
+  }
   return out;
 }
 
@@ -265,11 +314,15 @@ Result<std::vector<NativeMessage>> ResponsesItemsToNatives(const json::array& it
       n.engine.push_back(ModelTurn(group));
     } else if (IsOutput(type)) {
       const std::string call_id = Str(item, "call_id");
-      if (call_id.empty()) return Status::InvalidArgument("a call's output needs its call_id", f + ".call_id");
-      n.engine.push_back(Message::ToolResult(call_id, ContentText(item.if_contains("output"))));
+      if (call_id.empty())
+        return Status::InvalidArgument("a call's output needs its call_id", f + ".call_id");
+      n.engine.push_back(
+          WithMedia(Message::ToolResult(call_id, ContentText(item.if_contains("output"))),
+                    item.if_contains("output")));
       group.push_back(items[i++]);
     } else if (type == "message") {
-      n.engine.push_back(Message::User(ContentText(item.if_contains("content"))));
+      n.engine.push_back(WithMedia(Message::User(ContentText(item.if_contains("content"))),
+                                   item.if_contains("content")));
       group.push_back(items[i++]);
     } else {
       // An item the engine does not model (item_reference, ...): kept as user text.
@@ -298,7 +351,8 @@ Result<ParsedRequest> ParseResponsesRequest(std::string_view body) {
     r.messages = std::move(*natives);
     return head;
   }
-  if (!input->is_array()) return Status::InvalidArgument("input must be a string or an array", "input");
+  if (!input->is_array())
+    return Status::InvalidArgument("input must be a string or an array", "input");
   Result<std::vector<NativeMessage>> natives = ResponsesItemsToNatives(input->get_array(), "input");
   if (!natives.ok()) return natives.status();
   r.messages = std::move(*natives);

@@ -112,5 +112,39 @@ TEST(ResponsesWire, AStreamedResponseIsRebuiltAndHashesAsTheAgentResendsIt) {
   EXPECT_EQ(again->front().hash, CanonicalHash(r->engine));
 }
 
+// Images and files (Codex's -i and view_image) are media to the engine, counted at the
+// counter's cost per image (they were the two tokens of "[input_image]"); a cut output
+// keeps its image after the kept text.
+TEST(ResponsesWire, ImagesAreMediaPartsAndACutOutputKeepsThem) {
+  constexpr std::string_view kImages = R"({"model": "gpt-5-codex", "store": false, "input": [
+    {"type": "message", "role": "user", "content": [
+      {"type": "input_text", "text": "what is on this page?"},
+      {"type": "input_image", "image_url": "data:image/png;base64,iVBO"}]},
+    {"type": "function_call", "call_id": "call_v", "name": "view_image", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "call_v", "output": [
+      {"type": "input_text", "text": "rendered 1280x720"},
+      {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}]}]})";
+  Result<ParsedRequest> r = ParseResponsesRequest(kImages);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->messages.size(), 3u);
+  const Message& user = r->messages[0].engine.at(0);
+  EXPECT_EQ(user.PlainText(), "what is on this page?");
+  EXPECT_EQ(user.ImageCount(), 1u);
+  const Message& output = r->messages[2].engine.at(0);
+  EXPECT_EQ(output.role, Role::kTool);
+  EXPECT_EQ(output.PlainText(), "rendered 1280x720");
+  EXPECT_EQ(output.ImageCount(), 1u);
+
+  Message cut = output;
+  cut.parts[0].text = "rendered [...truncated 2 tokens...]";
+  Outgoing out;
+  for (size_t i = 0; i < 2; ++i) out.items.push_back(OutItem{OutItem::Kind::kNative, i, {}});
+  out.items.push_back(OutItem{OutItem::Kind::kRewritten, 2, {cut}});
+  json::value sent = json::parse(BuildResponsesRequest(*r, out));
+  EXPECT_EQ(sent.at("input").at(2).at("output"), json::parse(R"([
+      {"type": "input_text", "text": "rendered [...truncated 2 tokens...]"},
+      {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}])"));
+}
+
 }  // namespace
 }  // namespace missy::proxy
