@@ -154,7 +154,7 @@ const ConfigKey kKeys[] = {
      StringRule{At<&D::summarizer_backend, &SummarizerBackendConfig::provider>()}},
 
     {"tokenizer", "token counting (exact needs the BPE rank files)", kTokenizerRule},
-    {"image_tokens", "fixed token cost of one image part", IntRule{At<&D::image_tokens>()}},
+    {"image_tokens", "cost of an image whose size cannot be read", IntRule{At<&D::image_tokens>()}},
 
     {"calibration.min_ratio", "lowest accepted actual/estimated ratio",
      NumberRule{At<&D::calibration, &CalibrationOptions::min_ratio>(), 0, 1, /*lo_open=*/true}},

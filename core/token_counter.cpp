@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/image_tokens.h"
+
 namespace missy {
 
 MessageTokenCounter::MessageTokenCounter(std::shared_ptr<const TokenCounter> counter,
@@ -22,7 +24,7 @@ int64_t MessageTokenCounter::AtMost(std::string_view text) const {
   return static_cast<int64_t>(std::ceil(bound));
 }
 
-// Per message: overhead + content text + images at a fixed cost + for each tool call
+// Per message: overhead + content text + images by their size (image_tokens.h) + for each tool call
 // (overhead + id + name + arguments) + tool_call_id + name.
 int64_t MessageTokenCounter::CountMessage(const Message& m) const {
   int64_t tokens = options_.per_message_overhead;
@@ -30,7 +32,8 @@ int64_t MessageTokenCounter::CountMessage(const Message& m) const {
     tokens += CountText(m.text);
   } else if (m.content_form == ContentForm::kParts) {
     for (const ContentPart& p : m.parts) {
-      tokens += p.kind == ContentPart::Kind::kText ? CountText(p.text) : options_.image_tokens;
+      tokens += p.kind == ContentPart::Kind::kText ? CountText(p.text)
+                                                   : ImagePartTokens(p, options_.image_tokens);
     }
   }
   for (const ToolCall& c : m.tool_calls) {

@@ -33,7 +33,7 @@ class HeuristicTokenCounter final : public TokenCounter {
 struct MessageCountingOptions {
   int64_t per_message_overhead = 4;    // role and framing tokens per message (OpenAI: 3-4)
   int64_t per_tool_call_overhead = 8;  // id, type, function wrapper per tool call
-  int64_t image_tokens = 765;          // fixed cost per image part (OpenAI high-detail 512px tile)
+  int64_t image_tokens = 765;          // an image part whose size cannot be read (image_tokens.h)
   double factor = 1.0;                 // per-model multiplier (models without an offline tokenizer)
 };
 
