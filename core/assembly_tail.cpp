@@ -69,9 +69,10 @@ void DropOldestTailGroups(AssemblyState& s, size_t newest_group_start) {
   }
 }
 
-// What an assistant message costs besides the text and arguments a cut shares out
-// (CutAssistant): the message's and each call's framing, ids and names.
-int64_t AssistantFrame(const AssemblyState& s, const Entry& e) {
+// What a message costs besides the text and arguments a cut shares out (CutAssistant,
+// or the middle-out cut of its text): the message's and each call's framing, ids and
+// names, and its images (a cut keeps them: WithText).
+int64_t CutFrame(const AssemblyState& s, const Entry& e) {
   int64_t pieces = s.counter.CountText(e.msg->PlainText());
   for (const ToolCall& c : e.msg->tool_calls) pieces += s.counter.CountText(c.arguments);
   return std::max<int64_t>(0, e.stored_tokens - pieces);
@@ -102,11 +103,11 @@ void CutLastTurn(AssemblyState& s) {
     }
     if (largest == n_entries || s.entries[largest].tokens <= kSmallestCut) break;
     Entry& e = s.entries[largest];
-    const bool assistant = e.msg->role == Role::kAssistant;
     // The cap its cut part has now: a tool output's (or a cut message's) last cap, the
     // whole of a message not cut yet; the next is what it costs less the excess (and the
-    // framing's slack), and always less, so that every round makes progress.
-    const int64_t frame = assistant ? AssistantFrame(s, e) : 0;
+    // framing's slack), and always less, so that every round makes progress. The caps
+    // are of the text alone: a screenshot beside a tool output's text stays whole.
+    const int64_t frame = CutFrame(s, e);
     const int64_t now = e.cut || e.msg->role == Role::kTool
                             ? std::min(s.tail_cap[largest], e.tokens - frame)
                             : e.tokens - frame;

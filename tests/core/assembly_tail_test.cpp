@@ -130,5 +130,34 @@ TEST(AssemblyTailTest, APasteALittleOverTheRoomKeepsMostOfItself) {
   EXPECT_GT(ctx->messages.back().PlainText().size(), 4800u);  // 2,482 bytes before
 }
 
+// A paste with a screenshot in the last turn (text and an image of 765 tokens): the text
+// is cut by what the turn is over, the image stays. The cut's cap is of the text alone, so
+// the image is part of the message's frame (it was counted against the cap before, and
+// the rounds closed in on the room a little at a time).
+TEST(AssemblyTailTest, AMessagesImageStaysWhileItsTextIsCutByTheExcess) {
+  const MessageTokenCounter counter = BytesCounter();
+  ContextInput in = BaseInput(3000, /*tail_count=*/16);
+  in.history = Store({Message::User("task"), Message::Assistant("send the log and a screenshot")},
+                     counter);
+  std::string log;
+  for (int i = 0; log.size() < 4000; ++i) log += "GET /page/" + std::to_string(i) + " 200\n";
+  Message paste;
+  paste.role = Role::kUser;
+  paste.content_form = ContentForm::kParts;
+  ContentPart image;
+  image.kind = ContentPart::Kind::kImage;
+  image.image_url = "anthropic:image";
+  paste.parts = {{ContentPart::Kind::kText, log, {}, {}}, image};
+  in.new_message = paste;
+  Result<AssembledContext> ctx = AssembleContext(in, counter);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  EXPECT_TRUE(ctx->report.last_turn_truncated);
+  EXPECT_LE(ctx->report.used_tokens, 3000);
+  const Message& sent = ctx->messages.back();
+  EXPECT_EQ(sent.ImageCount(), 1u);
+  EXPECT_LT(sent.PlainText().size(), log.size());
+  EXPECT_GT(sent.PlainText().size(), 1900u) << "cut by what the turn was over, no more";
+}
+
 }  // namespace
 }  // namespace missy
