@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 #include <map>
 
+#include "core/image_tokens.h"
 #include "daemon/proxy/json_read.h"
 #include "daemon/proxy/sse.h"
 
@@ -25,16 +26,27 @@ bool IsMedia(const json::object& block) {
   return kind != "text" && kind != "content";
 }
 
+// The engine's stand-in for an image or a document: its marker, with an inline image's
+// size, so that it is counted by Anthropic's rule (core/image_tokens.h).
 ContentPart MediaPart(const json::object& block) {
   ContentPart part;
   part.kind = ContentPart::Kind::kImage;
-  part.image_url = "anthropic:" + Str(block, "type");
+  std::optional<ImageSize> size;
+  const json::value* source = block.if_contains("source");
+  if (Str(block, "type") == "image" && source && source->is_object() &&
+      Str(source->get_object(), "type") == "base64") {
+    const json::value* data = source->get_object().if_contains("data");
+    if (data != nullptr && data->is_string()) {
+      size = DataUrlImageSize("data:;base64," + std::string(StrView(*data).substr(0, kImageHead)));
+    }
+  }
+  part.image_url = ImageMarker("anthropic:" + Str(block, "type"), size);
   return part;
 }
 
-// A tool_result as the engine reads it: its text (a string, or its text blocks joined;
-// another block as a marker naming its type), and its images and documents as media
-// parts after the text.
+// A tool_result as the engine reads it: its text (a string, or its blocks joined: text
+// blocks' text, other blocks' JSON, as AddOtherBlock), and its images and non-text
+// documents as media parts after the text.
 Message ToolResultMessage(std::string id, const json::value* content) {
   std::string text;
   std::vector<ContentPart> media;
@@ -51,7 +63,7 @@ Message ToolResultMessage(std::string id, const json::value* content) {
         continue;
       }
       if (!text.empty()) text.push_back('\n');
-      text += Str(o, "type") == "text" ? Str(o, "text") : "[" + Str(o, "type") + "]";
+      text += Str(o, "type") == "text" ? Str(o, "text") : json::serialize(o);
     }
   }
   Message m = Message::ToolResult(std::move(id), std::move(text));
@@ -277,7 +289,14 @@ json::value Rewrite(const NativeMessage& original, const std::vector<Message>& e
         if (Str(b.get_object(), "type") != "tool_result") blocks.push_back(b);
       }
     } else {
-      blocks.push_back(TextBlock(m.PlainText()));
+      // Cut: its kept text, then the agent's images and documents, which a cut keeps.
+      if (!m.PlainText().empty() || m.ImageCount() == 0) blocks.push_back(TextBlock(m.PlainText()));
+      const json::value* content = o.if_contains("content");
+      if (m.ImageCount() > 0 && content != nullptr && content->is_array()) {
+        for (const json::value& b : content->get_array()) {
+          if (b.is_object() && IsMedia(b.get_object())) blocks.push_back(b);
+        }
+      }
     }
   }
   return json::object{{"role", other_role}, {"content", std::move(blocks)}};
@@ -316,6 +335,9 @@ class JsonAnswer final : public JsonBodyAnswer {
   }
 };
 
+// How far past the blocks so far a content_block_start may place its block.
+constexpr int64_t kMaxBlocks = 1024;
+
 class StreamAnswer final : public SseAnswer {
  public:
   Result<Rebuilt> Complete() override {
@@ -344,7 +366,12 @@ class StreamAnswer final : public SseAnswer {
         }
       }
     } else if (type == "content_block_start") {
-      const size_t index = static_cast<size_t>(IntAt(v, "index"));
+      // A block's place: the API counts them from 0, one after the other. Beyond that
+      // (negative, or a jump past kMaxBlocks) the event is not read: a negative index was
+      // a write before the blocks, a huge one an allocation of that many.
+      const int64_t at = IntAt(v, "index");
+      if (at < 0 || at > static_cast<int64_t>(content_.size()) + kMaxBlocks) return;
+      const size_t index = static_cast<size_t>(at);
       const json::value* block = Find(v, "content_block");
       if (block == nullptr || !block->is_object()) return;
       if (content_.size() <= index) content_.resize(index + 1);
@@ -354,7 +381,10 @@ class StreamAnswer final : public SseAnswer {
     } else if (type == "content_block_delta") {
       const size_t index = static_cast<size_t>(IntAt(v, "index"));
       const json::value* delta = Find(v, "delta");
-      if (delta == nullptr || index >= content_.size() || !content_[index].is_object()) return;
+      if (delta == nullptr || !delta->is_object() || index >= content_.size() ||
+          !content_[index].is_object()) {
+        return;
+      }
       json::object& block = content_[index].get_object();
       const std::string kind = Str(delta->get_object(), "type");
       // Deltas gather in pending_ (appending to the JSON string would copy all of it on
@@ -393,7 +423,9 @@ class StreamAnswer final : public SseAnswer {
         block["input"] = ec ? json::value(json::object{}) : input;
       }
     } else if (type == "message_delta") {
-      if (const json::value* d = Find(v, "delta")) stop_reason_ = Str(d->get_object(), "stop_reason");
+      if (const json::value* d = Find(v, "delta"); d && d->is_object()) {
+        stop_reason_ = Str(d->get_object(), "stop_reason");
+      }
       if (const json::value* u = Find(v, "usage")) {
         if (IntAt(*u, "output_tokens") > 0) output_tokens_ = IntAt(*u, "output_tokens");
         if (PromptTokens(*u) > 0) input_tokens_ = PromptTokens(*u);

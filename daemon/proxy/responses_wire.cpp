@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "core/image_tokens.h"
 #include "daemon/proxy/json_read.h"
 #include "daemon/proxy/sse.h"
 
@@ -29,18 +30,20 @@ bool IsModelItem(const json::object& item) {
   return !IsOutput(type);
 }
 
-// An image or a file in a content list (input_image, input_file): media to the engine,
-// counted at the counter's cost per image, not a two-token "[input_image]".
+// An image or a file in a content list (input_image, input_file), or a computer call's
+// screenshot (its whole output): media to the engine, counted at the counter's cost per
+// image, not a two-token "[input_image]" nor its base64 as text.
 bool IsMedia(const json::value& part) {
   if (!part.is_object()) return false;
   const std::string type = Str(part.get_object(), "type");
-  return type == "input_image" || type == "input_file";
+  return type == "input_image" || type == "input_file" || type == "computer_screenshot";
 }
 
 // The text of a message's content or of a call's output: a string, or its parts' text.
 std::string ContentText(const json::value* content) {
   if (content == nullptr || content->is_null()) return {};
   if (content->is_string()) return std::string(content->get_string());
+  if (IsMedia(*content)) return {};  // a screenshot: a part of its own (WithMedia)
   if (!content->is_array()) return json::serialize(*content);
   std::string out;
   for (const json::value& p : content->get_array()) {
@@ -58,20 +61,32 @@ std::string ContentText(const json::value* content) {
   return out;
 }
 
-// `m` (its text from ContentText) with the media of `content` as parts after the text.
+// `m` (its text from ContentText) with the media of `content` (a list's, or a screenshot
+// that is the whole output) as parts after the text.
 Message WithMedia(Message m, const json::value* content) {
-  if (content == nullptr || !content->is_array()) return m;
-  for (const json::value& p : content->get_array()) {
-    if (!IsMedia(p)) continue;
+  if (content == nullptr) return m;
+  const auto add = [&m](const json::value& p) {
+    if (!IsMedia(p)) return;
     if (m.content_form != ContentForm::kParts) {
       m.parts.push_back({ContentPart::Kind::kText, std::move(m.text), {}, {}});
       m.text.clear();
       m.content_form = ContentForm::kParts;
     }
+    const json::object& media = p.get_object();
     ContentPart part;
     part.kind = ContentPart::Kind::kImage;
-    part.image_url = "openai:" + Str(p.get_object(), "type");
+    const json::value* url = media.if_contains("image_url");
+    part.image_url = ImageMarker("openai:" + Str(media, "type"),
+                                 url && url->is_string()
+                                     ? DataUrlImageSize(StrView(*url).substr(0, kImageHead))
+                                     : std::nullopt);
+    part.detail = Str(media, "detail");
     m.parts.push_back(std::move(part));
+  };
+  if (content->is_array()) {
+    for (const json::value& p : content->get_array()) add(p);
+  } else {
+    add(*content);
   }
   return m;
 }
@@ -80,6 +95,8 @@ Message WithMedia(Message m, const json::value* content) {
 // them (a cut leaves them; a pruned output has none). `text_type`: input_text (a user
 // message, an output) or output_text. A string when there are none.
 json::value KeptContent(const json::value* agents, const Message& m, const char* text_type) {
+  // A computer call's output is its screenshot, never a text: it goes as it came.
+  if (agents != nullptr && IsMedia(*agents)) return *agents;
   if (m.ImageCount() == 0 || agents == nullptr || !agents->is_array()) {
     return json::value(m.PlainText());
   }
@@ -199,8 +216,9 @@ json::array Rewrite(const NativeMessage& original, const std::vector<Message>& e
     }
     return out;
   }
+  const std::string role = Str(first, "role").empty() ? "user" : Str(first, "role");
   for (const Message& m : engine) {
-    json::object message = InputText("user", m.PlainText());
+    json::object message = InputText(role, m.PlainText());
     if (m.ImageCount() > 0) {
       json::value content = KeptContent(first.if_contains("content"), m, "input_text");
       if (content.is_array()) message["content"] = std::move(content);

@@ -240,13 +240,18 @@ TEST(AnthropicWire, ACutToolResultKeepsItsErrorFlagAndMarkerAndTheBlocksBesideIt
   EXPECT_EQ(blocks[2], json::parse(R"({"type": "text", "text": "keep going",
       "cache_control": {"type": "ephemeral"}})"));
 
-  // A user part the engine changed (cut) is its kept text.
-  kept[1] = Message::User("keep [...truncated 1 tokens...]");
+  // A user part the engine cut (its text; a cut keeps the image: WithText) is its kept
+  // text, then the agent's image.
+  ASSERT_EQ(kept[1].ImageCount(), 1u);
+  kept[1].parts = {{ContentPart::Kind::kText, "keep [...truncated 1 tokens...]", {}, {}},
+                   kept[1].parts.at(0)};
   out.items.back() = OutItem{OutItem::Kind::kRewritten, 2, kept};
   sent = json::parse(BuildAnthropicRequest(*r, out));
   const json::array& cut = sent.at("messages").at(2).at("content").as_array();
-  ASSERT_EQ(cut.size(), 2u);
-  EXPECT_EQ(cut[1], json::parse(R"({"type": "text", "text": "keep [...truncated 1 tokens...]"})"));
+  ASSERT_EQ(cut.size(), 3u);
+  EXPECT_EQ(cut[1], json::parse(R"({"type": "text",
+      "text": "keep [...truncated 1 tokens...]"})"));
+  EXPECT_EQ(cut[2], json::parse(kFailed).at("messages").at(2).at("content").at(1));
 }
 
 // Images and documents that are not text are media to the engine, counted at the
@@ -267,7 +272,8 @@ TEST(AnthropicWire, ImagesAndDocumentsAreMediaPartsNotTheirJson) {
     {"role": "user", "content": [
       {"type": "tool_result", "tool_use_id": "toolu_s", "content": [
         {"type": "text", "text": "page loaded: 200 OK"},
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}]}]}]})";
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+         "data": "iVBORw0KGgoAAAANSUhEUgAAA+gAAAPoCAYAAAA="}}]}]}]})";
   Result<ParsedRequest> r = ParseAnthropicRequest(body);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const Message& user = r->messages[0].engine.at(0);
@@ -281,9 +287,13 @@ TEST(AnthropicWire, ImagesAndDocumentsAreMediaPartsNotTheirJson) {
   const Message& shot = r->messages[2].engine.at(0);
   ASSERT_EQ(shot.role, Role::kTool);
   EXPECT_EQ(shot.PlainText(), "page loaded: 200 OK");
-  EXPECT_EQ(shot.ImageCount(), 1u);
+  ASSERT_EQ(shot.ImageCount(), 1u);
+  // Its size read from the PNG's header (1000 x 1000): 1,334 tokens by Anthropic's rule.
+  EXPECT_EQ(shot.parts.at(1).image_url, "anthropic:image;1000x1000");
   const MessageTokenCounter counter(std::make_shared<HeuristicTokenCounter>());
-  EXPECT_GE(counter.CountMessage(shot), 765);
+  Message text_only = shot;
+  text_only.parts.pop_back();
+  EXPECT_EQ(counter.CountMessage(shot) - counter.CountMessage(text_only), 1334);
 
   // Cut, the result keeps its image after the kept text; pruned, it is the stub alone.
   Message cut = shot;
@@ -294,8 +304,10 @@ TEST(AnthropicWire, ImagesAndDocumentsAreMediaPartsNotTheirJson) {
   json::value sent = json::parse(BuildAnthropicRequest(*r, out));
   EXPECT_EQ(sent.at("messages").at(2).at("content").at(0).at("content"), json::parse(R"([
       {"type": "text", "text": "page [...truncated 3 tokens...]"},
-      {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}])"));
-  out.items.back() = OutItem{OutItem::Kind::kRewritten, 2, {Message::ToolResult("toolu_s", "[pruned]")}};
+      {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+       "data": "iVBORw0KGgoAAAANSUhEUgAAA+gAAAPoCAYAAAA="}}])"));
+  out.items.back() =
+      OutItem{OutItem::Kind::kRewritten, 2, {Message::ToolResult("toolu_s", "[pruned]")}};
   sent = json::parse(BuildAnthropicRequest(*r, out));
   EXPECT_EQ(sent.at("messages").at(2).at("content").at(0).at("content"), "[pruned]");
 }

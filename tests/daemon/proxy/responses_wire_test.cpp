@@ -146,5 +146,30 @@ TEST(ResponsesWire, ImagesAreMediaPartsAndACutOutputKeepsThem) {
       {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}])"));
 }
 
+// A computer call's output is its screenshot: a media part, not its base64 as text; a
+// pruned one goes out as the agent's object (the API takes no text there). A cut
+// developer message stays a developer message.
+TEST(ResponsesWire, AScreenshotOutputIsMediaAndACutMessageKeepsItsRole) {
+  constexpr std::string_view kComputer = R"({"model": "computer-use", "input": [
+    {"type": "message", "role": "developer", "content": "a long policy"},
+    {"type": "computer_call", "call_id": "call_c", "action": {"type": "screenshot"}},
+    {"type": "computer_call_output", "call_id": "call_c",
+     "output": {"type": "computer_screenshot", "image_url": "data:image/png;base64,iVBO"}}]})";
+  Result<ParsedRequest> r = ParseResponsesRequest(kComputer);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Message& shot = r->messages[2].engine.at(0);
+  EXPECT_EQ(shot.PlainText(), "");
+  EXPECT_EQ(shot.ImageCount(), 1u);
+
+  Outgoing out;
+  out.items.push_back(OutItem{OutItem::Kind::kRewritten, 0, {Message::User("a long [...]")}});
+  out.items.push_back(OutItem{OutItem::Kind::kNative, 1, {}});
+  out.items.push_back(
+      OutItem{OutItem::Kind::kRewritten, 2, {Message::ToolResult("call_c", "[pruned]")}});
+  json::value sent = json::parse(BuildResponsesRequest(*r, out));
+  EXPECT_EQ(sent.at("input").at(0).at("role"), "developer");
+  EXPECT_EQ(sent.at("input").at(2), json::parse(kComputer).at("input").at(2));
+}
+
 }  // namespace
 }  // namespace missy::proxy
