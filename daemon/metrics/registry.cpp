@@ -178,7 +178,7 @@ void HistogramFamily::Encode(std::string* out) const {
       *out += "le=\"" + (i < bounds_.size() ? FormatValue(bounds_[i]) : std::string("+Inf")) +
               "\"} " + std::to_string(s.cumulative[i]) + "\n";
     }
-    // (A named copy of the binding: clang before 16 cannot capture a structured binding.)
+    // (An init-capture of the binding: clang before 16 cannot capture one as it is.)
     const auto line = [&, &series_labels = labels](const char* suffix, const std::string& value) {
       *out += name_ + suffix;
       EncodeLabels(series_labels, out);
