@@ -90,11 +90,13 @@ inline int64_t PrunedCost(const AssemblyState& s, const Entry& e) {
 }
 
 // What an entry costs once sent, without rendering it: a long tool output at its rule-6
-// cap (+ kTruncationSlack), a pruned one the placeholder. Drives demand, zone and pruning.
+// cap (+ kTruncationSlack, and its images, which the cap of its text leaves whole), a
+// pruned one the placeholder. Drives demand, zone and pruning.
 inline int64_t SentEstimate(const AssemblyState& s, const Entry& e) {
   if (e.pruned) return PrunedCost(s, e);
   if (e.msg->role == Role::kTool) {
-    return std::min(e.stored_tokens, s.in.tool_output_max_tokens + kTruncationSlack);
+    const int64_t images = e.msg->parts.empty() ? 0 : s.counter.CountImages(*e.msg);
+    return std::min(e.stored_tokens, s.in.tool_output_max_tokens + kTruncationSlack + images);
   }
   return e.stored_tokens;
 }

@@ -45,6 +45,14 @@ int64_t MessageTokenCounter::CountMessage(const Message& m) const {
   return tokens;
 }
 
+int64_t MessageTokenCounter::CountImages(const Message& m) const {
+  int64_t tokens = 0;
+  for (const ContentPart& p : m.parts) {
+    if (p.kind == ContentPart::Kind::kImage) tokens += ImagePartTokens(p, options_.image_tokens);
+  }
+  return tokens;
+}
+
 int64_t MessageTokenCounter::CountToolDefinitions(std::string_view tools_json) const {
   if (tools_json.empty() || tools_json == "[]" || tools_json == "null") return 0;
   return CountText(tools_json);

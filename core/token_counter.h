@@ -49,6 +49,8 @@ class MessageTokenCounter {
   int64_t AtMost(std::string_view text) const;
   // Tool definitions (the JSON schema array as sent by the agent).
   int64_t CountToolDefinitions(std::string_view tools_json) const;
+  // What the message's image parts cost (0 for a message of text alone).
+  int64_t CountImages(const Message& m) const;
   const TokenCounter& counter() const { return *counter_; }
   const MessageCountingOptions& options() const { return options_; }
 
