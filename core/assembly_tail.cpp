@@ -69,9 +69,10 @@ void DropOldestTailGroups(AssemblyState& s, size_t newest_group_start) {
   }
 }
 
-// What a message costs besides the text and arguments a cut shares out (CutAssistant,
-// or the middle-out cut of its text): the message's and each call's framing, ids and
-// names, and its images (a cut keeps them: WithText).
+// What an assistant message costs besides the text and arguments a cut shares out
+// (CutAssistant): the message's and each call's framing, ids and names. (Another
+// message's frame is its images, which a cut keeps: WithText; its framing is within
+// kTruncationSlack.)
 int64_t CutFrame(const AssemblyState& s, const Entry& e) {
   int64_t pieces = s.counter.CountText(e.msg->PlainText());
   for (const ToolCall& c : e.msg->tool_calls) pieces += s.counter.CountText(c.arguments);
@@ -107,7 +108,9 @@ void CutLastTurn(AssemblyState& s) {
     // whole of a message not cut yet; the next is what it costs less the excess (and the
     // framing's slack), and always less, so that every round makes progress. The caps
     // are of the text alone: a screenshot beside a tool output's text stays whole.
-    const int64_t frame = CutFrame(s, e);
+    const int64_t frame = e.msg->role == Role::kAssistant ? CutFrame(s, e)
+                          : e.msg->parts.empty()           ? 0
+                                                           : s.counter.CountImages(*e.msg);
     const int64_t now = e.cut || e.msg->role == Role::kTool
                             ? std::min(s.tail_cap[largest], e.tokens - frame)
                             : e.tokens - frame;

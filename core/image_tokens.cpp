@@ -75,13 +75,14 @@ int Base64Value(char c) {
   return -1;
 }
 
-// The first bytes `b64` encodes, at most `max` (standard or URL-safe alphabet); stops at
-// padding or at the first character outside the alphabet.
+// The first bytes `b64` encodes, at most `max` (standard or URL-safe alphabet, white
+// space skipped); stops at padding or at the first character outside the alphabet.
 std::string DecodePrefix(std::string_view b64, size_t max) {
   std::string out;
   uint32_t acc = 0;
   int bits = 0;
   for (char c : b64) {
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;  // wrapped lines
     const int v = Base64Value(c);
     if (v < 0 || out.size() >= max) break;
     acc = (acc << 6) | static_cast<uint32_t>(v);
@@ -96,9 +97,9 @@ std::string DecodePrefix(std::string_view b64, size_t max) {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// A marker's width or height: 1 to 6 digits; -1 otherwise.
+// A marker's width or height: 1 to 10 digits (a PNG's are 32-bit); -1 otherwise.
 int64_t Dimension(std::string_view digits) {
-  if (digits.empty() || digits.size() > 6) return -1;
+  if (digits.empty() || digits.size() > 10) return -1;
   int64_t n = 0;
   for (char c : digits) {
     if (c < '0' || c > '9') return -1;
@@ -137,8 +138,8 @@ std::optional<ImageSize> DataUrlImageSize(std::string_view url) {
 int64_t AnthropicImageTokens(ImageSize size) {
   double w = static_cast<double>(size.width), h = static_cast<double>(size.height);
   const double scale = std::min({1.0, 1568.0 / std::max(w, h), std::sqrt(1'150'000.0 / (w * h))});
-  w = std::floor(w * scale);
-  h = std::floor(h * scale);
+  w = std::max(1.0, std::floor(w * scale));  // a side is never scaled below a pixel
+  h = std::max(1.0, std::floor(h * scale));
   return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(w * h / 750.0)));
 }
 
@@ -149,8 +150,8 @@ int64_t OpenAiImageTokens(ImageSize size, std::string_view detail) {
   w *= fit;
   h *= fit;
   const double shortest = std::min(1.0, 768.0 / std::min(w, h));
-  w = std::floor(w * shortest);
-  h = std::floor(h * shortest);
+  w = std::max(1.0, std::floor(w * shortest));
+  h = std::max(1.0, std::floor(h * shortest));
   const int64_t tiles =
       CeilDiv(static_cast<int64_t>(w), 512) * CeilDiv(static_cast<int64_t>(h), 512);
   return 85 + 170 * tiles;
@@ -170,8 +171,9 @@ int64_t ImagePartTokens(const ContentPart& part, int64_t unknown) {
     return size ? OpenAiImageTokens(*size, part.detail) : unknown;
   }
   // A marker "<api>:<type>;<width>x<height>" (not a URL, which may hold ';' too).
+  if (!url.starts_with("anthropic:") && !url.starts_with("openai:")) return unknown;
   const size_t semi = url.find(';');
-  if (semi == std::string::npos || url.find("://") != std::string::npos) return unknown;
+  if (semi == std::string::npos) return unknown;
   const std::string_view dims = std::string_view(url).substr(semi + 1);
   const size_t x = dims.find('x');
   if (x == std::string_view::npos) return unknown;

@@ -335,9 +335,6 @@ class JsonAnswer final : public JsonBodyAnswer {
   }
 };
 
-// How far past the blocks so far a content_block_start may place its block.
-constexpr int64_t kMaxBlocks = 1024;
-
 class StreamAnswer final : public SseAnswer {
  public:
   Result<Rebuilt> Complete() override {
@@ -366,11 +363,11 @@ class StreamAnswer final : public SseAnswer {
         }
       }
     } else if (type == "content_block_start") {
-      // A block's place: the API counts them from 0, one after the other. Beyond that
-      // (negative, or a jump past kMaxBlocks) the event is not read: a negative index was
-      // a write before the blocks, a huge one an allocation of that many.
+      // A block's place: the API counts them from 0, one after the other. Any other
+      // index (negative, or past the next) is not read: a negative one was a write
+      // before the blocks, a huge one an allocation of that many.
       const int64_t at = IntAt(v, "index");
-      if (at < 0 || at > static_cast<int64_t>(content_.size()) + kMaxBlocks) return;
+      if (at < 0 || at > static_cast<int64_t>(content_.size())) return;
       const size_t index = static_cast<size_t>(at);
       const json::value* block = Find(v, "content_block");
       if (block == nullptr || !block->is_object()) return;

@@ -18,8 +18,10 @@ bool IsSystemRole(const json::value& m) {
          (role->get_string() == "system" || role->get_string() == "developer");
 }
 
-// Content parts the engine does not model (audio, files, refusals) become text parts
-// holding their JSON, so that they are counted and hashed.
+// Content parts the engine reads as text: a refusal its text, a part it does not model
+// its JSON (so that it is counted and hashed); a file (a base64 PDF) or an audio clip
+// is media, counted as an image whose size is not known (context.image_tokens), not as
+// the text of its encoding, which a cut would halve.
 json::value EngineContent(const json::value& content) {
   if (!content.is_array()) return content;
   json::array parts;
@@ -30,6 +32,9 @@ json::value EngineContent(const json::value& content) {
       parts.push_back(p);
     } else if (t == "refusal") {
       parts.push_back(json::object{{"type", "text"}, {"text", Str(p.get_object(), "refusal")}});
+    } else if (t == "file" || t == "input_audio") {
+      parts.push_back(
+          json::object{{"type", "image_url"}, {"image_url", {{"url", "openai:" + t}}}});
     } else {
       parts.push_back(json::object{{"type", "text"}, {"text", json::serialize(p)}});
     }
@@ -233,6 +238,23 @@ json::object RewrittenAssistant(const json::object& native, const Message& m) {
   return out;
 }
 
+// A cut message with media, rebuilt from the agent's own: its kept text, then its images,
+// files and audio as it sent them; every other field as it was.
+json::object RewrittenWithMedia(const json::object& native, const Message& m) {
+  json::object out = native;
+  json::array parts;
+  if (!m.PlainText().empty())
+    parts.push_back(json::object{{"type", "text"}, {"text", m.PlainText()}});
+  if (const json::value* content = native.if_contains("content"); content && content->is_array()) {
+    for (const json::value& p : content->get_array()) {
+      const std::string type = p.is_object() ? Str(p.get_object(), "type") : "";
+      if (type == "image_url" || type == "file" || type == "input_audio") parts.push_back(p);
+    }
+  }
+  out["content"] = std::move(parts);
+  return out;
+}
+
 }  // namespace
 
 std::string BuildChatRequest(const ParsedRequest& request, const Outgoing& out) {
@@ -251,6 +273,10 @@ std::string BuildChatRequest(const ParsedRequest& request, const Outgoing& out) 
         if (item.engine.size() == 1 && item.engine[0].role == Role::kAssistant &&
             native.is_object()) {
           messages.Own(RewrittenAssistant(native.get_object(), item.engine[0]));
+          break;
+        }
+        if (item.engine.size() == 1 && item.engine[0].ImageCount() > 0 && native.is_object()) {
+          messages.Own(RewrittenWithMedia(native.get_object(), item.engine[0]));
           break;
         }
         for (const Message& m : item.engine) messages.Own(MessageToJson(m));

@@ -95,8 +95,16 @@ Message WithMedia(Message m, const json::value* content) {
 // them (a cut leaves them; a pruned output has none). `text_type`: input_text (a user
 // message, an output) or output_text. A string when there are none.
 json::value KeptContent(const json::value* agents, const Message& m, const char* text_type) {
-  // A computer call's output is its screenshot, never a text: it goes as it came.
-  if (agents != nullptr && IsMedia(*agents)) return *agents;
+  // A computer call's output is its screenshot, never a text: it goes as it came while
+  // the engine keeps it, and as a blank pixel once pruned (the API takes no text there).
+  if (agents != nullptr && IsMedia(*agents)) {
+    if (m.ImageCount() > 0) return *agents;
+    json::object blank = agents->get_object();
+    blank["image_url"] =
+        "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8"
+        "AAAAASUVORK5CYII=";
+    return blank;
+  }
   if (m.ImageCount() == 0 || agents == nullptr || !agents->is_array()) {
     return json::value(m.PlainText());
   }

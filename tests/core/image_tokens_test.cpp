@@ -83,6 +83,12 @@ TEST(ImageTokens, ReadsTheSizeOfABase64DataUrl) {
   EXPECT_FALSE(DataUrlImageSize("https://example.com/a.png"));
   EXPECT_FALSE(DataUrlImageSize("data:image/png," + Png(640, 480)));  // not base64
   EXPECT_FALSE(DataUrlImageSize("data:image/png;base64,!!!!"));
+  // Base64 wrapped in lines of 76 characters, as some encoders write it.
+  std::string wrapped = Base64(Png(640, 480));
+  wrapped.insert(20, "\r\n");
+  s = DataUrlImageSize("data:image/png;base64," + wrapped);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->width, 640);
 }
 
 TEST(ImageTokens, FollowTheProvidersRulesAtTheirExamples) {
@@ -96,7 +102,10 @@ TEST(ImageTokens, FollowTheProvidersRulesAtTheirExamples) {
   EXPECT_EQ(AnthropicImageTokens({1000, 1000}), 1334);
   EXPECT_EQ(AnthropicImageTokens({4000, 3000}), 1532);
   EXPECT_EQ(AnthropicImageTokens({200, 200}), 54);
-  EXPECT_LE(AnthropicImageTokens({20000, 100}), 1600);  // the long edge to 1568 px
+  EXPECT_EQ(AnthropicImageTokens({20000, 100}), 15);  // the long edge to 1568 px: 1568 x 7
+  // A side never scales below a pixel: a 4000 x 1 strip is one tile, not none.
+  EXPECT_EQ(OpenAiImageTokens({4000, 1}, "high"), 85 + 170 * 4);
+  EXPECT_EQ(AnthropicImageTokens({4000, 1}), 3);
 }
 
 TEST(ImageTokens, APartCostsByItsDataUrlOrMarkerElseTheFixedCost) {
@@ -112,8 +121,9 @@ TEST(ImageTokens, APartCostsByItsDataUrlOrMarkerElseTheFixedCost) {
   EXPECT_EQ(ImagePartTokens(part, 999), 1334);
   part.image_url = ImageMarker("openai:input_image", ImageSize{2048, 4096});
   EXPECT_EQ(ImagePartTokens(part, 999), 1105);
-  for (const char* unknown : {"anthropic:document", "https://example.com/a;1x1", "x;0x5",
-                              "anthropic:image;12x", "data:image/png;base64,AAAA"}) {
+  for (const char* unknown : {"anthropic:document", "https://example.com/a;1x1", "x;5x5",
+                              "openai:input_image;0x5", "anthropic:image;12x",
+                              "data:image/png;base64,AAAA"}) {
     part.image_url = unknown;
     EXPECT_EQ(ImagePartTokens(part, 999), 999) << unknown;
   }
@@ -125,12 +135,13 @@ TEST(ImageTokens, APartCostsByItsDataUrlOrMarkerElseTheFixedCost) {
   m.parts.push_back({ContentPart::Kind::kText, "look", {}, {}});
   ContentPart a;
   a.kind = ContentPart::Kind::kImage;
-  a.image_url = "data:image/png;base64," + Base64(Png(1024, 1024));
+  a.image_url = "data:image/png;base64," + Base64(Png(100, 100));
   m.parts.push_back(a);
   const MessageTokenCounter counter(std::make_shared<HeuristicTokenCounter>());
   Message text_only = m;
   text_only.parts.pop_back();
-  EXPECT_EQ(counter.CountMessage(m) - counter.CountMessage(text_only), 765);
+  EXPECT_EQ(counter.CountMessage(m) - counter.CountMessage(text_only), 85 + 170);
+  EXPECT_EQ(counter.CountImages(m), 85 + 170);
 }
 
 }  // namespace

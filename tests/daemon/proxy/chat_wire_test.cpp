@@ -139,5 +139,29 @@ TEST(ChatWire, AMessageSentAsAStringOrAsOneTextPartIsTheSameMessage) {
   EXPECT_EQ(CanonicalHash(*a).size(), 32u);
 }
 
+// A file (a base64 PDF) or an audio clip is media to the engine, not the text of its
+// encoding; a cut message keeps it, its images and its fields after its kept text.
+TEST(ChatWire, FilesAndAudioAreMediaAndACutMessageKeepsThem) {
+  constexpr std::string_view kFile = R"({"model": "gpt-4o", "messages": [
+    {"role": "user", "name": "ana", "content": [
+      {"type": "text", "text": "summarize this report"},
+      {"type": "file", "file": {"filename": "r.pdf", "file_data": "data:application/pdf;base64,JVBERi0xLjQKJ"}},
+      {"type": "image_url", "image_url": {"url": "https://example.com/chart.png"}}]}]})";
+  Result<ParsedRequest> r = ParseChatRequest(kFile);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Message& user = r->messages[0].engine.at(0);
+  EXPECT_EQ(user.PlainText(), "summarize this report");
+  EXPECT_EQ(user.ImageCount(), 2u);
+
+  Message cut = user;
+  cut.parts[0].text = "summarize [...]";
+  Outgoing out;
+  out.items.push_back(OutItem{OutItem::Kind::kRewritten, 0, {cut}});
+  json::value sent = json::parse(BuildChatRequest(*r, out));
+  json::value want = json::parse(kFile).at("messages").at(0);
+  want.at("content").as_array().at(0).as_object()["text"] = "summarize [...]";
+  EXPECT_EQ(sent.at("messages").at(0), want);
+}
+
 }  // namespace
 }  // namespace missy::proxy

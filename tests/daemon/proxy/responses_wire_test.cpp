@@ -1,6 +1,8 @@
 // The Responses codec (daemon/proxy/responses_wire.cpp): items grouped into turns.
 #include "daemon/proxy/responses_wire.h"
 
+#include "core/image_tokens.h"
+
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -119,11 +121,12 @@ TEST(ResponsesWire, ImagesAreMediaPartsAndACutOutputKeepsThem) {
   constexpr std::string_view kImages = R"({"model": "gpt-5-codex", "store": false, "input": [
     {"type": "message", "role": "user", "content": [
       {"type": "input_text", "text": "what is on this page?"},
-      {"type": "input_image", "image_url": "data:image/png;base64,iVBO"}]},
+      {"type": "input_image", "image_url": "data:image/png;base64,iVBO", "detail": "low"}]},
     {"type": "function_call", "call_id": "call_v", "name": "view_image", "arguments": "{}"},
     {"type": "function_call_output", "call_id": "call_v", "output": [
       {"type": "input_text", "text": "rendered 1280x720"},
-      {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}]}]})";
+      {"type": "input_image",
+       "image_url": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAA+gAAAPoCAYAAAA="}]}]})";
   Result<ParsedRequest> r = ParseResponsesRequest(kImages);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->messages.size(), 3u);
@@ -134,6 +137,9 @@ TEST(ResponsesWire, ImagesAreMediaPartsAndACutOutputKeepsThem) {
   EXPECT_EQ(output.role, Role::kTool);
   EXPECT_EQ(output.PlainText(), "rendered 1280x720");
   EXPECT_EQ(output.ImageCount(), 1u);
+  // Their sizes read where the encoding gives one (1000 x 1000), their detail kept.
+  EXPECT_EQ(output.parts.at(1).image_url, "openai:input_image;1000x1000");
+  EXPECT_EQ(user.parts.at(1).detail, "low");
 
   Message cut = output;
   cut.parts[0].text = "rendered [...truncated 2 tokens...]";
@@ -143,12 +149,13 @@ TEST(ResponsesWire, ImagesAreMediaPartsAndACutOutputKeepsThem) {
   json::value sent = json::parse(BuildResponsesRequest(*r, out));
   EXPECT_EQ(sent.at("input").at(2).at("output"), json::parse(R"([
       {"type": "input_text", "text": "rendered [...truncated 2 tokens...]"},
-      {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}])"));
+      {"type": "input_image",
+       "image_url": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAA+gAAAPoCAYAAAA="}])"));
 }
 
 // A computer call's output is its screenshot: a media part, not its base64 as text; a
-// pruned one goes out as the agent's object (the API takes no text there). A cut
-// developer message stays a developer message.
+// pruned one goes out as a blank pixel (the API takes no text there). A cut developer
+// message stays a developer message.
 TEST(ResponsesWire, AScreenshotOutputIsMediaAndACutMessageKeepsItsRole) {
   constexpr std::string_view kComputer = R"({"model": "computer-use", "input": [
     {"type": "message", "role": "developer", "content": "a long policy"},
@@ -168,6 +175,18 @@ TEST(ResponsesWire, AScreenshotOutputIsMediaAndACutMessageKeepsItsRole) {
       OutItem{OutItem::Kind::kRewritten, 2, {Message::ToolResult("call_c", "[pruned]")}});
   json::value sent = json::parse(BuildResponsesRequest(*r, out));
   EXPECT_EQ(sent.at("input").at(0).at("role"), "developer");
+  // Pruned: a screenshot of one blank pixel, the item otherwise as it came.
+  const json::object& pruned = sent.at("input").at(2).at("output").as_object();
+  EXPECT_EQ(pruned.at("type"), "computer_screenshot");
+  const std::optional<ImageSize> size =
+      DataUrlImageSize(std::string(pruned.at("image_url").as_string()));
+  ASSERT_TRUE(size);
+  EXPECT_EQ(size->width, 1);
+  EXPECT_EQ(size->height, 1);
+
+  // Kept, it goes as it came.
+  out.items.back() = OutItem{OutItem::Kind::kRewritten, 2, {shot}};
+  sent = json::parse(BuildResponsesRequest(*r, out));
   EXPECT_EQ(sent.at("input").at(2), json::parse(kComputer).at("input").at(2));
 }
 
