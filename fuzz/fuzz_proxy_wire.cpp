@@ -54,9 +54,18 @@ Codec CodecOf(uint8_t pick) {
   }
 }
 
-std::string Hashes(const ParsedRequest& r) {
+// The messages' hashes; `skip_note`: without the user message an Anthropic request gets
+// first when its list starts with an answer (the API wants a user message first).
+std::string Hashes(const ParsedRequest& r, bool skip_note = false) {
   std::string out;
-  for (const NativeMessage& m : r.messages) out += m.hash + " ";
+  for (size_t i = 0; i < r.messages.size(); ++i) {
+    const std::vector<Message>& e = r.messages[i].engine;
+    if (skip_note && i == 0 && r.api == Api::kAnthropic && e.size() == 1 &&
+        e[0].PlainText().starts_with("[earlier conversation left out by missyd")) {
+      continue;
+    }
+    out += r.messages[i].hash + " ";
+  }
   return out;
 }
 
@@ -126,7 +135,7 @@ void CheckBuild(const Codec& c, std::string_view body, const ParsedBody& parsed)
   MISSY_FUZZ_CHECK(again.ok(), "the request built does not parse: " +
                                    (again.ok() ? "" : again.status().ToString()) + "\n" +
                                    serialized);
-  MISSY_FUZZ_CHECK(Hashes(*again) == Hashes(request),
+  MISSY_FUZZ_CHECK(Hashes(*again, true) == Hashes(request),
                    "the request built parses into other messages: " + serialized);
 
   Outgoing rewritten;
