@@ -132,7 +132,18 @@ std::optional<ImageSize> DataUrlImageSize(std::string_view url) {
       url.substr(0, comma).find(";base64") == std::string_view::npos) {
     return std::nullopt;
   }
-  return ImageSizeOf(DecodePrefix(url.substr(comma + 1), kMaxDecodedBytes));
+  return Base64ImageSize(url.substr(comma + 1));
+}
+
+std::optional<ImageSize> Base64ImageSize(std::string_view b64) {
+  // A PNG, GIF or WebP header is in its first 30 bytes; only a JPEG needs more.
+  const std::string head = DecodePrefix(b64, 32);
+  if (std::optional<ImageSize> size = ImageSizeOf(head)) return size;
+  if (head.size() < 2 || static_cast<unsigned char>(head[0]) != 0xFF ||
+      static_cast<unsigned char>(head[1]) != 0xD8) {
+    return std::nullopt;
+  }
+  return ImageSizeOf(DecodePrefix(b64, kMaxDecodedBytes));
 }
 
 int64_t AnthropicImageTokens(ImageSize size) {

@@ -24,7 +24,10 @@ struct ImageSize {
 // one of these or end too early.
 std::optional<ImageSize> ImageSizeOf(std::string_view bytes);
 
-// The size of the image in a base64 `data:` URL (only its first 64 KiB decoded).
+// The size of the image a base64 text encodes (its first 32 bytes decoded, and up to
+// 64 KiB for a JPEG, whose frame header may follow a large EXIF block), or in a base64
+// `data:` URL.
+std::optional<ImageSize> Base64ImageSize(std::string_view b64);
 std::optional<ImageSize> DataUrlImageSize(std::string_view url);
 
 int64_t AnthropicImageTokens(ImageSize size);

@@ -37,7 +37,7 @@ ContentPart MediaPart(const json::object& block) {
       Str(source->get_object(), "type") == "base64") {
     const json::value* data = source->get_object().if_contains("data");
     if (data != nullptr && data->is_string()) {
-      size = DataUrlImageSize("data:;base64," + std::string(StrView(*data).substr(0, kImageHead)));
+      size = Base64ImageSize(StrView(*data));
     }
   }
   part.image_url = ImageMarker("anthropic:" + Str(block, "type"), size);
@@ -219,19 +219,24 @@ json::object OriginalBlock(const json::object& message, std::string_view type,
   return {};
 }
 
-// A kept tool result's content: its text as a string, or, while the engine keeps its
-// media (a cut leaves them; a pruned result has none), the text as a block followed by
-// the agent's own image and document blocks.
-json::value KeptToolResultContent(const json::object& agents_block, const Message& m) {
-  const json::value* content = agents_block.if_contains("content");
-  if (m.ImageCount() == 0 || content == nullptr || !content->is_array())
-    return json::value(m.PlainText());
+// What the engine kept of a message with media, as blocks: its kept text, then the
+// agent's own image and document blocks of `content` (a cut keeps them: WithText).
+json::array KeptWithMedia(const json::value* content, const Message& m) {
   json::array out;
   if (!m.PlainText().empty()) out.push_back(TextBlock(m.PlainText()));
+  if (content == nullptr || !content->is_array()) return out;
   for (const json::value& b : content->get_array()) {
     if (b.is_object() && IsMedia(b.get_object())) out.push_back(b);
   }
   return out;
+}
+
+// A kept tool result's content: its text as a string, or, while the engine keeps its
+// media (a cut leaves them; a pruned result has none), the text as a block followed by
+// the agent's own image and document blocks.
+json::value KeptToolResultContent(const json::object& agents_block, const Message& m) {
+  if (m.ImageCount() == 0) return json::value(m.PlainText());
+  return KeptWithMedia(agents_block.if_contains("content"), m);
 }
 
 // Whether `m` is the user message UserToEngine made of the blocks of `original` that are
@@ -290,11 +295,11 @@ json::value Rewrite(const NativeMessage& original, const std::vector<Message>& e
       }
     } else {
       // Cut: its kept text, then the agent's images and documents, which a cut keeps.
-      if (!m.PlainText().empty() || m.ImageCount() == 0) blocks.push_back(TextBlock(m.PlainText()));
-      const json::value* content = o.if_contains("content");
-      if (m.ImageCount() > 0 && content != nullptr && content->is_array()) {
-        for (const json::value& b : content->get_array()) {
-          if (b.is_object() && IsMedia(b.get_object())) blocks.push_back(b);
+      if (m.ImageCount() == 0) {
+        blocks.push_back(TextBlock(m.PlainText()));
+      } else {
+        for (json::value& b : KeptWithMedia(o.if_contains("content"), m)) {
+          blocks.push_back(std::move(b));
         }
       }
     }

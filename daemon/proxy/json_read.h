@@ -25,9 +25,6 @@ inline std::string_view StrView(const boost::json::value& v) {
   return {v.get_string().data(), v.get_string().size()};
 }
 
-// How much of an inline image's encoding is read for its size (core/image_tokens.h).
-constexpr size_t kImageHead = 90000;
-
 inline const boost::json::value* Find(const boost::json::value& v, std::string_view key) {
   return v.is_object() ? v.get_object().if_contains(key) : nullptr;
 }

@@ -78,7 +78,7 @@ Message WithMedia(Message m, const json::value* content) {
     const json::value* url = media.if_contains("image_url");
     part.image_url = ImageMarker("openai:" + Str(media, "type"),
                                  url && url->is_string()
-                                     ? DataUrlImageSize(StrView(*url).substr(0, kImageHead))
+                                     ? DataUrlImageSize(StrView(*url))
                                      : std::nullopt);
     part.detail = Str(media, "detail");
     m.parts.push_back(std::move(part));

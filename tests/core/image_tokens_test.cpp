@@ -80,6 +80,13 @@ TEST(ImageTokens, ReadsTheSizeOfABase64DataUrl) {
   ASSERT_TRUE(s);
   EXPECT_EQ(s->width, 640);
   EXPECT_EQ(s->height, 480);
+  // A JPEG whose frame header lies past the first 32 bytes (after an EXIF block).
+  const std::string jpeg = std::string("\xFF\xD8\xFF\xE1\x01\x02", 6) + std::string(256, 'x') +
+                           std::string("\xFF\xC0\x00\x11\x08\x02\x58\x03\x84\x03", 10);
+  s = Base64ImageSize(Base64(jpeg));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->width, 900);
+  EXPECT_EQ(s->height, 600);
   EXPECT_FALSE(DataUrlImageSize("https://example.com/a.png"));
   EXPECT_FALSE(DataUrlImageSize("data:image/png," + Png(640, 480)));  // not base64
   EXPECT_FALSE(DataUrlImageSize("data:image/png;base64,!!!!"));
@@ -121,9 +128,9 @@ TEST(ImageTokens, APartCostsByItsDataUrlOrMarkerElseTheFixedCost) {
   EXPECT_EQ(ImagePartTokens(part, 999), 1334);
   part.image_url = ImageMarker("openai:input_image", ImageSize{2048, 4096});
   EXPECT_EQ(ImagePartTokens(part, 999), 1105);
-  for (const char* unknown : {"anthropic:document", "https://example.com/a;1x1", "x;5x5",
-                              "openai:input_image;0x5", "anthropic:image;12x",
-                              "data:image/png;base64,AAAA"}) {
+  for (const char* unknown :
+       {"anthropic:document", "https://example.com/a;1x1", "x;5x5", "openai:input_image;0x5",
+        "anthropic:image;12x", "data:image/png;base64,AAAA"}) {
     part.image_url = unknown;
     EXPECT_EQ(ImagePartTokens(part, 999), 999) << unknown;
   }
